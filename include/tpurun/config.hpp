@@ -1,0 +1,69 @@
+#pragma once
+// Loading tpurun.json (JSON with comments) and choosing a pod.
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "tpurun/pod.hpp"
+#include "tpurun/system.hpp"
+
+namespace tpurun {
+
+// A config problem. what() is "FILE:LINE: message" (LINE omitted when unknown).
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string file, int line, const std::string& message);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+
+ private:
+  std::string file_;
+  int line_;
+};
+
+struct ConfigFile {
+  std::string path;
+  std::string default_pod;
+  std::map<std::string, PodConfig> pods;  // gcloud pods have no workers yet
+};
+
+// Parses the text of a config file. `path` is only used in error messages.
+// Throws ConfigError for syntax errors, unknown keys, wrong types, bad values.
+ConfigFile parse_config(const std::string& text, const std::string& path, const Environment& env);
+
+// --config FILE, else ./tpurun.json, else $XDG_CONFIG_HOME/tpurun/config.json
+// (XDG_CONFIG_HOME defaults to ~/.config). nullopt when there is none.
+std::optional<std::string> find_config_file(const std::optional<std::string>& explicit_path,
+                                            const Environment& env);
+
+// Command-line values that override the config file.
+struct PodOverrides {
+  std::optional<std::string> user;
+  std::optional<std::string> identity_file;
+  std::optional<HostKeyPolicy> host_key_policy;
+  std::optional<int> connect_timeout_s;
+};
+
+struct PodRequest {
+  std::optional<std::string> config_path;  // --config
+  std::optional<std::string> pod;          // --pod (else TPURUN_POD, else default_pod)
+  PodOverrides overrides;
+};
+
+// The whole path from flags to a pod with workers: find and parse the config,
+// pick the pod (with a "did you mean" hint for unknown names), run
+// `gcloud ... describe` for gcloud pods, apply overrides.
+// With no config file and no --pod, returns the local pod (this host alone).
+// Throws ConfigError (config problems) or std::runtime_error (gcloud failed,
+// carrying gcloud's own stderr).
+PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRunner& runner);
+
+// Workers from the JSON printed by `gcloud compute tpus tpu-vm describe --format=json`.
+// Throws std::runtime_error on malformed input.
+std::vector<Worker> parse_gcloud_describe(const std::string& json_text, bool internal_ip);
+
+std::optional<HostKeyPolicy> parse_host_key_policy(const std::string& s);
+const char* to_string(HostKeyPolicy p);
+
+}  // namespace tpurun

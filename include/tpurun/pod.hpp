@@ -1,0 +1,44 @@
+#pragma once
+// The resolved description of one pod: its workers and how to reach them.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpurun/worker.hpp"
+
+namespace tpurun {
+
+enum class HostKeyPolicy { strict, accept_new, off };
+
+struct SshSettings {
+  std::string user;                      // remote user; defaults to $USER
+  std::string identity_file;             // empty: ssh-agent, then the default keys
+  std::vector<std::string> known_hosts;  // first one is where accept-new records keys
+  HostKeyPolicy host_key_policy = HostKeyPolicy::accept_new;
+  int connect_timeout_s = 10;
+};
+
+// A pod whose workers come from `gcloud compute tpus tpu-vm describe`.
+struct GcloudSpec {
+  std::string name;
+  std::string zone;
+  std::string project;  // optional
+  bool internal_ip = true;
+};
+
+struct PodConfig {
+  std::string name;
+  std::vector<Worker> workers;  // empty until resolved for gcloud pods
+  std::optional<GcloudSpec> gcloud;
+  SshSettings ssh;
+  std::string staging_root;  // shared (NFS) dir for code snapshots
+  std::string logs_root;     // shared (NFS) dir for run logs
+  // Device files whose open handles mean "this process uses the TPU".
+  std::vector<std::string> device_globs = {"/dev/accel*", "/dev/vfio/[0-9]*"};
+  std::uint64_t stage_size_limit = 1ull << 30;  // bytes
+  // True when no config exists: the pod is this host alone, run without SSH.
+  bool local = false;
+};
+
+}  // namespace tpurun

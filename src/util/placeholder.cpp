@@ -1,0 +1,1 @@
+// Keeps tpurun_core non-empty until the first real sources land.
