@@ -1,14 +1,99 @@
 #include "cli/app.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cstdio>
 
+#include "cli/context.hpp"
+#include "cli/exec.hpp"
+#include "tpurun/config.hpp"
+#include "tpurun/suggest.hpp"
+#include "tpurun/worker_select.hpp"
+
 namespace tpurun::cli {
+namespace {
+
+constexpr const char* kDescription = R"(tpurun: run and manage jobs on Google Cloud TPU VM pods.
+
+A pod is a set of workers (hosts) that all run the same command. tpurun reads
+pods from tpurun.json (or --config FILE); with no config at all, the pod is
+this host alone and commands run locally.)";
+
+constexpr const char* kFooter = R"(Examples:
+  tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
+  tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
+  tpurun exec --script setup.sh          # run a local script on every worker
+
+Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
+
+// Unknown subcommands get a hint before CLI11's generic message.
+void check_subcommand(int argc, char** argv, const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--config" || arg == "--pod") {
+      ++i;  // skip the option's value
+      continue;
+    }
+    if (arg.rfind("-", 0) == 0) continue;
+    if (std::find(names.begin(), names.end(), arg) == names.end()) {
+      throw UsageError(fmt::format("unknown command '{}'{}; commands: {}", arg, did_you_mean(arg, names),
+                                   fmt::join(names, ", ")));
+    }
+    return;
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tpurun: run and manage jobs on Google Cloud TPU VM pods"};
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  CLI::App app{kDescription, "tpurun"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  app.fallthrough();  // global flags are accepted after the subcommand too
+  app.set_version_flag("--version", "tpurun 0.1.0");
+
+  std::string config_path, pod_name;
+  int verbosity = 0;
+  app.add_option("--config", config_path, "Config file (default: ./tpurun.json, then ~/.config/tpurun/config.json)");
+  app.add_option("--pod", pod_name, "Pod to use (default: $TPURUN_POD, then the config's default_pod)");
+  app.add_flag("-v,--verbose", verbosity, "More detail; repeat for SSH protocol logs");
+
+  ExecOptions exec;
+  CLI::App* exec_cmd = register_exec(app, exec);
+
+  SystemEnvironment env;
+  SystemProcessRunner processes;
+  Context ctx(env, processes);
+  ctx.out_is_tty = isatty(STDOUT_FILENO) && !env.get("NO_COLOR");
+  ctx.err_is_tty = isatty(STDERR_FILENO) && !env.get("NO_COLOR");
+  try {
+    check_subcommand(argc, argv, app);
+    app.parse(argc, argv);
+    ctx.verbosity = verbosity;
+    ctx.make_transport = [&ctx](const PodConfig& pod) { return make_real_transport(pod, ctx.verbosity); };
+    if (!config_path.empty()) ctx.pod_request.config_path = config_path;
+    if (!pod_name.empty()) ctx.pod_request.pod = pod_name;
+    ctx.cancel = CancelToken(install_interrupt_handler());
+    if (*exec_cmd) return run_exec(exec, ctx);
+    return 2;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "tpurun: error: {}\n", e.what());
+    return 2;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "tpurun: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tpurun: error: {}\n", e.what());
+    return 1;
+  }
 }
 
 }  // namespace tpurun::cli

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "tpurun/worker.hpp"
+
+#include <gtest/gtest.h>
 
 TEST(WorkerTest, DisplayOmitsDefaultPort) {
   tpurun::Worker w{3, "127.0.1.4", 22};

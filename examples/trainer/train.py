@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""A fake JAX trainer that claims the TPU the way libtpu does.
+
+Standard library only. On a fakepod worker (or a real TPU VM) it:
+  1. opens /tmp/libtpu_lockfile (O_RDWR|O_CREAT, 0600) and holds lockf(F_TLOCK)
+     on it for its lifetime, writing its pid into it (like libtpu);
+  2. opens every TPU device file (/dev/accel*, else /dev/vfio/*) read-write and
+     keeps them open (that open handle is what `lsof /dev/accel0` and tpu-info
+     see); a device already held by another process fails to open, as on a
+     real TPU;
+  3. writes a log under /tmp/tpu_logs (noisy but harmless when another user
+     owns that directory);
+  4. prints "worker <id> step <k> loss <x>" every --step-time seconds;
+  5. on a normal exit (or SIGTERM) closes the devices and deletes the lockfile.
+     SIGKILL leaves the lockfile behind, just like a killed JAX job.
+"""
+import argparse
+import errno
+import fcntl
+import glob
+import math
+import os
+import pwd
+import random
+import re
+import signal
+import socket
+import struct
+import sys
+import time
+
+LOCKFILE = "/tmp/libtpu_lockfile"
+LOGDIR = "/tmp/tpu_logs"
+
+OTHER_USER_MSG = (
+    'The TPU is already in use by another process probably owned by another user. '
+    'Run "$ sudo lsof -w /dev/accel0" to figure out which process is using the TPU. '
+    'If you still get this message, run "$ sudo rm /tmp/libtpu_lockfile".')
+
+
+def worker_id():
+    return os.environ.get("TPU_WORKER_ID") or os.environ.get("TPURUN_WORKER") or "0"
+
+
+def username():
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def abort(msg, code=1):
+    """libtpu's failure as JAX reports it, then exit."""
+    sys.stderr.write(
+        "jaxlib.xla_extension.XlaRuntimeError: ABORTED: %s\n"
+        "RuntimeError: Unable to initialize backend 'tpu': ABORTED: %s "
+        "(set JAX_PLATFORMS='' to automatically choose an available backend)\n" % (msg, msg))
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def natural_key(path):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+
+
+def find_devices():
+    """TPU device files: /dev/accel* (v2-v4), else /dev/vfio/<n> + /dev/vfio/vfio (v5e+)."""
+    accel = sorted(glob.glob("/dev/accel*"), key=natural_key)
+    if accel:
+        return accel, accel
+    groups = sorted(glob.glob("/dev/vfio/[0-9]*"), key=natural_key)
+    extra = ["/dev/vfio/vfio"] if groups and os.path.exists("/dev/vfio/vfio") else []
+    return groups, groups + extra
+
+
+def lock_holder_pid(fd):
+    """pid holding the lockf lock (F_GETLK), else the pid written in the file."""
+    try:
+        # struct flock on Linux/x86_64 and aarch64: short, short, off_t, off_t, pid_t (+pad)
+        req = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        res = fcntl.fcntl(fd, fcntl.F_GETLK, req)
+        l_type, _, _, _, pid = struct.unpack("hhqqi4x", res)
+        if l_type != fcntl.F_UNLCK and pid > 0:
+            return pid
+    except OSError:
+        pass
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, 64).decode(errors="replace").strip()
+        if text.isdigit():
+            return int(text)
+    except OSError:
+        pass
+    return 0
+
+
+def take_lockfile():
+    try:
+        fd = os.open(LOCKFILE, os.O_RDWR | os.O_CREAT, 0o600)
+    except PermissionError:
+        abort(OTHER_USER_MSG)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EAGAIN):
+            raise
+        pid = lock_holder_pid(fd)
+        abort("The TPU is already in use by process with pid %d. "
+              "Not attempting to load libtpu.so in this process." % pid)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, b"%d\n" % os.getpid(), 0)
+    return fd
+
+
+def release_lockfile(lock_fd):
+    if lock_fd is None:
+        return
+    try:
+        # Only delete the file if it is still ours (root may have removed it and
+        # another job may have created a new one).
+        if os.fstat(lock_fd).st_ino == os.stat(LOCKFILE).st_ino:
+            os.unlink(LOCKFILE)
+    except OSError:
+        pass
+    os.close(lock_fd)
+
+
+def open_devices(paths):
+    """Open every device read-write; a device another process holds is 'busy'.
+
+    A real /dev/accel* can be opened by one process at a time. The simulator's
+    devices are plain files, so an exclusive flock() stands in for that; flock
+    locks belong to the open file, so forked children that inherit the fds keep
+    the device busy even after the parent dies.
+    """
+    fds = []
+    for p in paths:
+        try:
+            fd = os.open(p, os.O_RDWR)
+        except OSError as e:
+            for f in fds:
+                os.close(f)
+            return None, "TPU initialization failed: open(%s): %s" % (p, e.strerror)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            for f in fds:
+                os.close(f)
+            return None, "TPU initialization failed: open(%s): Operation not permitted" % p
+        fds.append(fd)
+    return fds, None
+
+
+def open_log():
+    """/tmp/tpu_logs like libtpu: another user's directory only makes noise."""
+    name = "%s/tpu_driver.%s.%s.log.INFO.%s.%d" % (
+        LOGDIR, socket.gethostname(), username(), time.strftime("%Y%m%d-%H%M%S"), os.getpid())
+    try:
+        os.makedirs(LOGDIR, exist_ok=True)
+        return open(name, "a", buffering=1)
+    except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM):
+            for _ in range(3):
+                sys.stderr.write("Could not open the log file '%s': Permission denied\n"
+                                 "Could not open any log file.\n" % name)
+            sys.stderr.flush()
+            return None
+        raise
+
+
+class Stop(Exception):
+    pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--step-time", type=float, default=0.5)
+    ap.add_argument("--exit-code", type=int, default=0)
+    ap.add_argument("--ignore-sigterm", action="store_true",
+                    help="ignore SIGTERM (only SIGKILL stops it)")
+    ap.add_argument("--children", type=int, default=0,
+                    help="fork K children that hold the TPU devices too (like multiprocessing/Ray)")
+    ap.add_argument("--forever", action="store_true", help="run until killed")
+    args = ap.parse_args()
+
+    wid = worker_id()
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    lock_fd = take_lockfile()
+    if not args.ignore_sigterm:
+        def on_term(signum, frame):
+            raise Stop()
+        signal.signal(signal.SIGTERM, on_term)
+    dev_fds = None
+    log = None
+    code = args.exit_code
+    children = []
+    try:
+        chips, paths = find_devices()
+        if not chips:
+            release_lockfile(lock_fd)
+            lock_fd = None
+            abort("TPU initialization failed: no TPU devices found (/dev/accel*, /dev/vfio/*)")
+        dev_fds, err = open_devices(paths)
+        if err:
+            release_lockfile(lock_fd)
+            lock_fd = None
+            abort(err)
+        log = open_log()
+        print("fake-trainer: worker %s pid %d user %s host %s holds %s" % (
+            wid, os.getpid(), username(), socket.gethostname(), " ".join(paths)), flush=True)
+        if log:
+            log.write("pid %d started, devices %s\n" % (os.getpid(), " ".join(paths)))
+
+        for k in range(args.children):
+            pid = os.fork()
+            if pid == 0:
+                # Same process group and session as the parent. Inherit the device
+                # fds and also open the chips again, then sleep until killed.
+                try:
+                    signal.signal(signal.SIGTERM, signal.SIG_IGN if args.ignore_sigterm
+                                  else signal.SIG_DFL)
+                    os.close(lock_fd)  # the lockf lock stays the parent's alone
+                    mine = [os.open(p, os.O_RDWR) for p in paths]
+                    print("fake-trainer: worker %s child %d pid %d holds %s" % (
+                        wid, k, os.getpid(), " ".join(paths)), flush=True)
+                    while True:
+                        signal.pause()
+                finally:
+                    os._exit(0)
+            children.append(pid)
+
+        rng = random.Random(int(wid) if wid.isdigit() else 0)
+        k = 0
+        while args.forever or k < args.steps:
+            time.sleep(args.step_time)
+            k += 1
+            loss = 2.5 * math.exp(-0.05 * k) + 0.01 * rng.random()
+            line = "worker %s step %d loss %.4f" % (wid, k, loss)
+            print(line, flush=True)
+            if log:
+                log.write(line + "\n")
+        print("fake-trainer: worker %s done, exit %d" % (wid, code), flush=True)
+    except Stop:
+        print("fake-trainer: worker %s got SIGTERM, shutting down" % wid, flush=True)
+        code = 143
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        for fd in dev_fds or []:
+            os.close(fd)
+        release_lockfile(lock_fd)
+        if log:
+            log.close()
+    sys.stdout.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+#pragma once
+// Quoting so that each argument arrives at the remote command verbatim,
+// whatever it holds: spaces, quotes, $(), ;, newlines, unicode.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tpurun {
+
+// POSIX-shell single-quoting: abc -> 'abc', it's -> 'it'\''s'.
+std::string shell_quote(std::string_view arg);
+// Each argument quoted, joined with spaces.
+std::string shell_join(const std::vector<std::string>& argv);
+
+}  // namespace tpurun

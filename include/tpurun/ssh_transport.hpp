@@ -1,0 +1,34 @@
+#pragma once
+// Transport over libssh, in-process: no ssh client is forked per worker.
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "tpurun/pod.hpp"
+#include "tpurun/transport.hpp"
+
+struct ssh_session_struct;  // libssh's session, declared here to keep libssh out of this header
+
+namespace tpurun {
+
+struct SshTransportOptions {
+  SshSettings ssh;
+  std::string key_exchange;  // e.g. "curve25519-sha256"; empty: libssh's default list
+  int log_verbosity = 0;     // libssh's SSH_LOG_* level
+};
+
+class SshTransport : public Transport {
+ public:
+  explicit SshTransport(SshTransportOptions options);
+  Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
+                                                              const CancelToken& cancel) override;
+
+ private:
+  std::optional<TransportError> verify_host_key(::ssh_session_struct* session, const Worker& worker);
+  std::optional<TransportError> record_host_key(::ssh_session_struct* session);
+
+  SshTransportOptions options_;
+  std::mutex known_hosts_write_;  // accept-new appends from many threads
+};
+
+}  // namespace tpurun

@@ -1,0 +1,134 @@
+// tpurun exec: run one command on every worker, in parallel, over SSH.
+#include "cli/exec.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli/report.hpp"
+#include "tpurun/fanout.hpp"
+#include "tpurun/gather.hpp"
+#include "tpurun/printer.hpp"
+#include "tpurun/shell_quote.hpp"
+#include "tpurun/worker_select.hpp"
+
+namespace tpurun::cli {
+namespace {
+
+std::string read_script(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("--script {}: cannot read the file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void print_dry_run(const Target& target, const RemoteCommand& command, int fanout, std::FILE* out) {
+  fmt::print(out, "dry run: nothing is connected to or run.\n");
+  fmt::print(out, "pod '{}': {} of {} workers, at most {} at once\n", target.pod.name,
+             target.workers.size(), target.pod.workers.size(), fanout);
+  for (const Worker& w : target.workers) fmt::print(out, "  {}\n", w.display());
+  fmt::print(out, "remote command: {}\n", command.command_line);
+  if (!command.stdin_data.empty()) fmt::print(out, "stdin: {} bytes of script\n", command.stdin_data.size());
+}
+
+void print_gathered(const std::vector<WorkerOutcome>& outcomes, std::FILE* out, std::FILE* err) {
+  for (const OutputGroup& group : group_identical_outputs(outcomes)) {
+    fmt::print(out, "---------------\n{} ({})\n---------------\n", compact_worker_set(group.workers),
+               group.workers.size());
+    fmt::print(out, "{}", group.out);
+    if (!group.out.empty() && group.out.back() != '\n') fmt::print(out, "\n");
+    if (!group.err.empty()) {
+      std::fflush(out);
+      fmt::print(err, "{}", group.err);
+      if (group.err.back() != '\n') fmt::print(err, "\n");
+    }
+  }
+}
+
+}  // namespace
+
+CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
+  CLI::App* cmd = app.add_subcommand("exec", "Run a command on every worker of the pod, in parallel");
+  add_target_options(*cmd, o.target);
+  cmd->add_option("--script", o.script,
+                  "Send this local script to `bash -s` on every worker (args after -- go to the script)");
+  cmd->add_flag("--gather", o.gather, "Print identical outputs once, with the workers that produced them");
+  cmd->add_flag("--json", o.json, "Print one JSON record per worker instead of streaming output");
+  cmd->add_flag("--dry-run", o.dry_run, "Show the workers and the exact remote command; connect to nothing");
+  cmd->add_option("command", o.argv, "The command and its arguments, after --; each arrives verbatim");
+  cmd->footer(R"(Output lines are prefixed with their worker: [w3 10.0.0.5] ...
+Exit status: 0 if every worker exited 0; 255 if any worker could not be reached
+or authenticated; otherwise the largest remote exit code. 130 after Ctrl-C.
+
+Examples:
+  tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
+  tpurun exec --worker 0 -- nvidia-smi            # worker 0 only
+  tpurun exec --worker 1-3 --gather -- uname -r    # identical output printed once
+  tpurun exec --script setup.sh                    # install packages, mount NFS everywhere
+  tpurun exec -- bash -c 'cd /nfs/code && git pull'   # shell syntax needs an explicit shell
+  tpurun exec --json -- df -h /tmp | jq '.workers[] | {worker, exit_code}')");
+  return cmd;
+}
+
+RemoteCommand build_exec_command(const ExecOptions& o, const std::string& script_text) {
+  if (!o.script.empty()) {
+    std::string line = "exec bash -s";
+    if (!o.argv.empty()) line += " -- " + shell_join(o.argv);
+    return {line, script_text};
+  }
+  return {"exec " + shell_join(o.argv), ""};
+}
+
+int run_exec(const ExecOptions& o, Context& ctx) {
+  if (o.argv.empty() && o.script.empty()) {
+    throw UsageError("nothing to run: give a command after --, or --script FILE (see tpurun exec --help)");
+  }
+  Target target = resolve_target(o.target, ctx);
+  const std::string script_text = o.script.empty() ? "" : read_script(o.script);
+  const RemoteCommand command = build_exec_command(o, script_text);
+  if (o.dry_run) {
+    print_dry_run(target, command, o.target.fanout, ctx.out);
+    return 0;
+  }
+
+  LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+  const bool stream_live = !o.json && !o.gather;
+  std::vector<PrefixedSink> sinks;
+  std::vector<OutputSink*> live(target.workers.size(), nullptr);
+  if (stream_live) {
+    sinks.reserve(target.workers.size());
+    for (size_t i = 0; i < target.workers.size(); ++i) {
+      sinks.emplace_back(printer, target.workers[i]);
+      live[i] = &sinks.back();
+    }
+  }
+  FanoutPlan plan{target.workers, command, o.target.fanout, /*capture=*/!stream_live};
+  auto transport = ctx.make_transport(target.pod);
+  std::atomic<size_t> done{0};
+  auto outcomes = run_on_workers(plan, *transport, live, ctx.cancel, [&](const WorkerOutcome& outcome) {
+    if (stream_live) {  // a last line without newline shows as soon as its worker ends
+      for (size_t i = 0; i < target.workers.size(); ++i) {
+        if (target.workers[i].index == outcome.worker.index) sinks[i].flush();
+      }
+    }
+    size_t n = ++done;
+    if (!stream_live) printer.progress(fmt::format("{}/{} workers done", n, target.workers.size()));
+  });
+  for (PrefixedSink& sink : sinks) sink.flush();
+  printer.clear_progress();
+
+  const int code = aggregate_exit_code(outcomes);
+  if (o.json) {
+    nlohmann::json doc{{"pod", target.pod.name}, {"exit_code", code}, {"workers", nlohmann::json::array()}};
+    for (const WorkerOutcome& outcome : outcomes) doc["workers"].push_back(outcome_to_json(outcome));
+    print_json(ctx.out, doc);
+  } else if (o.gather) {
+    print_gathered(outcomes, ctx.out, ctx.err);
+  }
+  print_failure_summary(printer, outcomes);
+  return code;
+}
+
+}  // namespace tpurun::cli

@@ -1,0 +1,27 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/context.hpp"
+#include "cli/target.hpp"
+
+namespace tpurun::cli {
+
+struct ExecOptions {
+  TargetOptions target;
+  std::vector<std::string> argv;  // after --
+  std::string script;             // --script FILE
+  bool gather = false;
+  bool json = false;
+  bool dry_run = false;
+};
+
+CLI::App* register_exec(CLI::App& app, ExecOptions& options);
+int run_exec(const ExecOptions& options, Context& ctx);
+
+// The command line the worker's shell runs. `exec` makes the command itself
+// the session's process, so Ctrl-C's signal reaches it rather than a shell.
+RemoteCommand build_exec_command(const ExecOptions& options, const std::string& script_text);
+
+}  // namespace tpurun::cli

@@ -1,0 +1,149 @@
+#include "transport/ssh_connection.hpp"
+
+#include <libssh/callbacks.h>
+
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace tpurun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Channel state filled in by libssh callbacks while the event loop runs.
+struct ChannelState {
+  OutputSink* sink = nullptr;
+  bool closed = false;
+  bool have_status = false;
+  int exit_status = 0;
+  std::string exit_signal;
+};
+
+int on_data(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr, void* user) {
+  auto* state = static_cast<ChannelState*>(user);
+  state->sink->write(is_stderr ? Stream::err : Stream::out,
+                     std::string_view(static_cast<const char*>(data), len));
+  return static_cast<int>(len);
+}
+
+void on_exit_status(ssh_session, ssh_channel, int status, void* user) {
+  auto* state = static_cast<ChannelState*>(user);
+  state->have_status = true;
+  state->exit_status = status;
+}
+
+void on_exit_signal(ssh_session, ssh_channel, const char* signal, int, const char*, const char*,
+                    void* user) {
+  auto* state = static_cast<ChannelState*>(user);
+  state->exit_signal = signal ? signal : "?";
+}
+
+void on_close(ssh_session, ssh_channel, void* user) { static_cast<ChannelState*>(user)->closed = true; }
+
+TransportError channel_error(const Worker& worker, ssh_session session, const char* what) {
+  return {ErrorKind::channel,
+          fmt::format("{}: {} — the worker may have rebooted or dropped the connection",
+                      what, ssh_get_error(session))};
+  (void)worker;
+}
+
+// Ctrl-C: ask the command to stop the way a terminal would, then harder, then
+// give up on the channel. Returns true once the channel should be abandoned.
+bool escalate(ssh_channel channel, Clock::time_point since, int& stage) {
+  const auto waited = Clock::now() - since;
+  if (stage == 0) {
+    ssh_channel_request_send_signal(channel, "INT");
+    stage = 1;
+  } else if (stage == 1 && waited > std::chrono::seconds(1)) {
+    ssh_channel_request_send_signal(channel, "TERM");
+    stage = 2;
+  } else if (stage == 2 && waited > std::chrono::seconds(3)) {
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SshConnection::~SshConnection() {
+  ssh_disconnect(session_);
+  ssh_free(session_);
+}
+
+Result<CommandExit, TransportError> SshConnection::run(const RemoteCommand& command,
+                                                       OutputSink& sink, const CancelToken& cancel) {
+  ssh_channel channel = ssh_channel_new(session_);
+  if (channel == nullptr) return unexpected(channel_error(worker_, session_, "cannot open channel"));
+  struct ChannelGuard {
+    ssh_channel c;
+    ~ChannelGuard() { ssh_channel_free(c); }
+  } guard{channel};
+
+  if (ssh_channel_open_session(channel) != SSH_OK) {
+    return unexpected(channel_error(worker_, session_, "cannot open session channel"));
+  }
+  ChannelState state;
+  state.sink = &sink;
+  ssh_channel_callbacks_struct callbacks{};
+  callbacks.userdata = &state;
+  callbacks.channel_data_function = on_data;
+  callbacks.channel_exit_status_function = on_exit_status;
+  callbacks.channel_exit_signal_function = on_exit_signal;
+  callbacks.channel_close_function = on_close;
+  ssh_callbacks_init(&callbacks);
+  ssh_set_channel_callbacks(channel, &callbacks);
+
+  if (ssh_channel_request_exec(channel, command.command_line.c_str()) != SSH_OK) {
+    return unexpected(channel_error(worker_, session_, "exec request failed"));
+  }
+  // The command always sees EOF on stdin, like `ssh -n`, after any data we send.
+  size_t sent = 0;
+  while (sent < command.stdin_data.size()) {
+    int n = ssh_channel_write(channel, command.stdin_data.data() + sent,
+                              static_cast<uint32_t>(command.stdin_data.size() - sent));
+    if (n < 0) return unexpected(channel_error(worker_, session_, "sending stdin failed"));
+    sent += static_cast<size_t>(n);
+  }
+  ssh_channel_send_eof(channel);
+
+  ssh_event event = ssh_event_new();
+  ssh_event_add_session(event, session_);
+  bool lost = false;
+  bool interrupted = false;
+  int stage = 0;
+  Clock::time_point cancel_at{};
+  while (!state.closed && !ssh_channel_is_closed(channel)) {
+    if (ssh_event_dopoll(event, 200) == SSH_ERROR || !ssh_is_connected(session_)) {
+      lost = true;
+      break;
+    }
+    if (cancel.cancelled()) {
+      if (!interrupted) cancel_at = Clock::now();
+      interrupted = true;
+      if (escalate(channel, cancel_at, stage)) break;
+    }
+  }
+  ssh_event_remove_session(event, session_);
+  ssh_event_free(event);
+  ssh_remove_channel_callbacks(channel, &callbacks);
+
+  if (interrupted) {
+    ssh_channel_close(channel);
+    return unexpected(TransportError{ErrorKind::interrupted,
+                                     "interrupted by Ctrl-C; the command was sent SIGINT/SIGTERM"});
+  }
+  if (lost && !state.have_status && state.exit_signal.empty()) {
+    return unexpected(channel_error(worker_, session_, "connection lost mid-command"));
+  }
+  if (!state.exit_signal.empty()) {
+    int number = signal_number(state.exit_signal);
+    return CommandExit{128 + number, state.exit_signal};
+  }
+  if (!state.have_status) {
+    return unexpected(TransportError{ErrorKind::channel, "the command ended without an exit status"});
+  }
+  return CommandExit{state.exit_status, std::nullopt};
+}
+
+}  // namespace tpurun

@@ -1,0 +1,24 @@
+#pragma once
+#include <libssh/libssh.h>
+
+#include "tpurun/transport.hpp"
+
+namespace tpurun {
+
+// An authenticated libssh session; each run() opens one exec channel.
+class SshConnection : public Connection {
+ public:
+  SshConnection(ssh_session session, Worker worker) : session_(session), worker_(std::move(worker)) {}
+  ~SshConnection() override;
+  SshConnection(const SshConnection&) = delete;
+  SshConnection& operator=(const SshConnection&) = delete;
+
+  Result<CommandExit, TransportError> run(const RemoteCommand& command, OutputSink& sink,
+                                          const CancelToken& cancel) override;
+
+ private:
+  ssh_session session_;
+  Worker worker_;
+};
+
+}  // namespace tpurun

@@ -1,0 +1,377 @@
+# shellcheck shell=bash
+# Helpers for tpurun's end-to-end tests. Source it first from tests/e2e/test_*.sh:
+#
+#   source "$(dirname "$0")/lib.sh"
+#
+# ctest runs each test as `bash tests/e2e/test_X.sh` with TPURUN_BIN (the built
+# binary), TPURUN_SOURCE_DIR and FAKEPOD_WORKERS (8) set, after `fakepod up 8`.
+# Sourcing this file:
+#   - skips (exit 125) unless run as root;
+#   - brings the pod up if needed (a no-op when it is; also revives workers an
+#     earlier test left stopped or blackholed) and exports FAKEPOD_STATE,
+#     FAKEPOD_NFS, FAKEPOD_WORKERS, FAKEPOD_CONFIG;
+#   - installs $TPURUN_BIN as $FAKEPOD_STATE/bin/tpurun (mode 755, so alice, bob
+#     and carol can run it), the fake trainer as $FAKEPOD_STATE/trainer/ and the
+#     gcloud stub as $FAKEPOD_STATE/stubs/gcloud (first on as_user's PATH);
+#   - makes a fresh scratch dir $SCRATCH=/var/tmp/tpurun-e2e/<test name>;
+#   - installs an EXIT trap that runs the test's registered cleanups, then kills
+#     every process still holding a TPU device on any worker, removes
+#     /tmp/libtpu_lockfile and /tmp/tpu_logs there, and revives dead workers, so
+#     the next test starts from a clean pod. The test's exit code is kept.
+set -euo pipefail
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${TPURUN_SOURCE_DIR:=$(cd "$E2E_DIR/../.." && pwd)}"
+: "${FAKEPOD_WORKERS:=8}"
+export TPURUN_SOURCE_DIR
+FAKEPOD="$TPURUN_SOURCE_DIR/scripts/fakepod"
+TEST_NAME=$(basename "${BASH_SOURCE[1]:-$0}" .sh)
+
+# ------------------------------------------------------------------ reporting
+
+fail() {
+  echo "FAIL [$TEST_NAME]: $*" >&2
+  exit 1
+}
+
+skip() {
+  echo "SKIP [$TEST_NAME]: $*"
+  exit 125
+}
+
+pass() {
+  echo "PASS [$TEST_NAME]${*:+: $*}"
+}
+
+note() {
+  echo "-- [$TEST_NAME] $*" >&2
+}
+
+assert_eq() {  # ACTUAL EXPECTED [MSG]
+  [[ $1 == "$2" ]] || fail "${3:-values differ}: got '$1', expected '$2'"
+}
+
+assert_contains() {  # HAYSTACK NEEDLE [MSG]
+  if [[ $1 != *"$2"* ]]; then
+    printf -- '--- text searched:\n%s\n---\n' "$1" >&2
+    fail "${3:-missing text}: '$2' not found"
+  fi
+}
+
+assert_not_contains() {  # HAYSTACK NEEDLE [MSG]
+  if [[ $1 == *"$2"* ]]; then
+    printf -- '--- text searched:\n%s\n---\n' "$1" >&2
+    fail "${3:-unexpected text}: '$2' found"
+  fi
+}
+
+# expect_exit CODE CMD...: runs CMD, keeps its stdout in $OUT and stderr in $ERR,
+# and fails (printing both) unless it exits with CODE. CODE may be "nonzero".
+OUT=""
+ERR=""
+RC=0
+expect_exit() {
+  local want=$1
+  shift
+  local of ef
+  of=$(mktemp) ef=$(mktemp)
+  RC=0
+  "$@" >"$of" 2>"$ef" || RC=$?
+  OUT=$(cat "$of")
+  ERR=$(cat "$ef")
+  rm -f "$of" "$ef"
+  local ok=0
+  if [[ $want == nonzero ]]; then
+    ((RC != 0)) && ok=1
+  elif [[ $RC == "$want" ]]; then
+    ok=1
+  fi
+  if ((ok == 0)); then
+    {
+      echo "--- command: $*"
+      echo "--- stdout:"
+      printf '%s\n' "$OUT"
+      echo "--- stderr:"
+      printf '%s\n' "$ERR"
+      echo "---"
+    } >&2
+    fail "exit code $RC, expected $want: $*"
+  fi
+  return 0
+}
+
+# ------------------------------------------------------------------ cleanup
+
+_E2E_CLEANUPS=()
+
+# on_exit CMD: register a shell command (a string, eval'd) to run when the test
+# exits, pass or fail. They run in reverse order of registration; their errors
+# are ignored.
+on_exit() {
+  _E2E_CLEANUPS+=("$*")
+}
+
+_e2e_exit() {
+  local rc=$?
+  set +e
+  trap - EXIT
+  local i
+  for ((i = ${#_E2E_CLEANUPS[@]} - 1; i >= 0; i--)); do
+    eval "${_E2E_CLEANUPS[i]}" >/dev/null 2>&1
+  done
+  if [[ ${_E2E_READY:-0} == 1 ]]; then
+    "$FAKEPOD" up "$FAKEPOD_WORKERS" >/dev/null 2>&1
+    reset_tpus >/dev/null 2>&1
+  fi
+  [[ -n ${SCRATCH:-} && ${E2E_KEEP_SCRATCH:-0} != 1 ]] && rm -rf "$SCRATCH"
+  exit "$rc"
+}
+trap _e2e_exit EXIT
+
+# ------------------------------------------------------------------ setup
+
+[[ $(id -u) == 0 ]] || skip "the e2e tests need root (they drive scripts/fakepod)"
+[[ -x $FAKEPOD ]] || fail "$FAKEPOD not found"
+
+"$FAKEPOD" up "$FAKEPOD_WORKERS" >&2 || fail "fakepod up $FAKEPOD_WORKERS failed"
+eval "$("$FAKEPOD" env)"
+export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_WORKERS FAKEPOD_CONFIG
+_E2E_READY=1
+
+TPURUN="$FAKEPOD_STATE/bin/tpurun"
+if [[ -n ${TPURUN_BIN:-} ]]; then
+  [[ -x $TPURUN_BIN ]] || fail "TPURUN_BIN=$TPURUN_BIN is not an executable"
+  install -d -m 755 "$FAKEPOD_STATE/bin"
+  install -m 755 "$TPURUN_BIN" "$FAKEPOD_STATE/bin/.tpurun.$$"
+  mv -f "$FAKEPOD_STATE/bin/.tpurun.$$" "$TPURUN"
+fi
+
+install -d -m 755 "$FAKEPOD_STATE/trainer" "$FAKEPOD_STATE/stubs"
+install -m 755 "$TPURUN_SOURCE_DIR/examples/trainer/train.py" "$FAKEPOD_STATE/trainer/train.py"
+install -m 644 "$TPURUN_SOURCE_DIR/examples/trainer/README.md" "$FAKEPOD_STATE/trainer/README.md"
+install -m 755 "$E2E_DIR/stubs/gcloud" "$FAKEPOD_STATE/stubs/gcloud"
+
+SCRATCH=/var/tmp/tpurun-e2e/$TEST_NAME
+rm -rf "$SCRATCH"
+install -d -m 755 /var/tmp/tpurun-e2e "$SCRATCH"
+: >"$SCRATCH/.trainers"
+
+# ------------------------------------------------------------------ pod
+
+worker_ip() {  # I
+  printf '127.0.%d.%d\n' $((1 + $1 / 250)) $((1 + $1 % 250))
+}
+
+worker_hostname() {  # I
+  echo "t1v-n-fakepod-w-$1"
+}
+
+# wexec I [--user U] -- CMD...: run CMD inside worker I (see fakepod exec).
+wexec() {
+  "$FAKEPOD" exec "$@"
+}
+
+user_home() {  # U
+  getent passwd "$1" | cut -d: -f6
+}
+
+# user_dir U: the per-test scratch dir owned by U ($SCRATCH/U). Prints it.
+user_dir() {
+  local d=$SCRATCH/$1
+  [[ -d $d ]] || install -d -m 755 -o "$1" -g "$(id -gn "$1")" "$d"
+  echo "$d"
+}
+
+# make_project U [NAME]: a project dir owned by U holding the fake trainer
+# (train.py, README.md). Prints its path.
+make_project() {
+  local u=$1 name=${2:-proj} d
+  d=$(user_dir "$u")/$name
+  install -d -m 755 -o "$u" -g "$(id -gn "$u")" "$d"
+  install -m 644 -o "$u" -g "$(id -gn "$u")" "$TPURUN_SOURCE_DIR/examples/trainer/train.py" \
+    "$TPURUN_SOURCE_DIR/examples/trainer/README.md" "$d/"
+  echo "$d"
+}
+
+# as_user U [-C DIR] CMD...: run CMD as local user U with a clean login-like
+# environment (HOME, USER, LOGNAME, SHELL, PATH with the gcloud stub first,
+# LANG, plus the words of $AS_USER_ENV, e.g. AS_USER_ENV="TPURUN_X=1"),
+# in DIR (default: $SCRATCH/U), stdin from /dev/null.
+as_user() {
+  local u=$1
+  shift
+  local dir=""
+  if [[ ${1:-} == -C ]]; then
+    dir=$2
+    shift 2
+  fi
+  [[ -n $dir ]] || dir=$(user_dir "$u")
+  local home extra=()
+  home=$(user_home "$u")
+  [[ -n $home ]] || fail "no such user: $u"
+  # shellcheck disable=SC2206
+  [[ -n ${AS_USER_ENV:-} ]] && extra=($AS_USER_ENV)
+  (
+    cd "$dir"
+    exec setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- \
+      env -i HOME="$home" USER="$u" LOGNAME="$u" SHELL=/bin/bash LANG=C.UTF-8 \
+      PATH="$FAKEPOD_STATE/stubs:/usr/local/bin:/usr/bin:/bin" \
+      FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" </dev/null
+  )
+}
+
+require_tpurun() {
+  [[ -x $TPURUN ]] || skip "no tpurun binary (set TPURUN_BIN)"
+}
+
+# tpurun_as U [-C DIR] ARGS...: tpurun --config $FAKEPOD_CONFIG ARGS... as user U.
+tpurun_as() {
+  local u=$1
+  shift
+  [[ -x $TPURUN ]] || fail "no tpurun binary at $TPURUN (set TPURUN_BIN)"
+  local cd=()
+  if [[ ${1:-} == -C ]]; then
+    cd=(-C "$2")
+    shift 2
+  fi
+  as_user "$u" "${cd[@]+"${cd[@]}"}" "$TPURUN" --config "$FAKEPOD_CONFIG" "$@"
+}
+
+# ssh_as U I CMD...: plain OpenSSH from local user U to worker I with the
+# user's simulator key and a per-test known_hosts file, 5s connect timeout.
+ssh_as() {
+  local u=$1 i=$2
+  shift 2
+  local home
+  home=$(user_home "$u")
+  as_user "$u" ssh -i "$home/.ssh/id_ed25519" -o IdentitiesOnly=yes \
+    -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile="$(user_dir "$u")/known_hosts" \
+    -o BatchMode=yes -o ConnectTimeout=5 -o GSSAPIAuthentication=no -o LogLevel=ERROR \
+    "$u@$(worker_ip "$i")" -- "$@"
+}
+
+# forget_host_key I: drop worker I's key from every simulator user's
+# ~/.ssh/known_hosts (after a rekey, so later tests don't trip over it).
+forget_host_key() {
+  local u home ip
+  ip=$(worker_ip "$1")
+  for u in root alice bob carol; do
+    home=$(user_home "$u") || continue
+    [[ -f $home/.ssh/known_hosts ]] || continue
+    ssh-keygen -q -R "$ip" -f "$home/.ssh/known_hosts" >/dev/null 2>&1 || true
+    rm -f "$home/.ssh/known_hosts.old"
+    chown "$u:" "$home/.ssh/known_hosts" 2>/dev/null || true
+  done
+}
+
+# rekey_worker I: fakepod rekey I, and forget the old key at exit.
+rekey_worker() {
+  "$FAKEPOD" rekey "$1" >&2
+  on_exit "forget_host_key $1"
+}
+
+# stop_worker I / blackhole_worker I: also restore the worker at exit.
+stop_worker() {
+  on_exit "\"\$FAKEPOD\" start-worker $1"
+  "$FAKEPOD" stop-worker "$1" >&2
+}
+
+blackhole_worker() {
+  on_exit "\"\$FAKEPOD\" start-worker $1"
+  "$FAKEPOD" blackhole "$1" >&2
+}
+
+# ------------------------------------------------------------------ trainer
+
+trainer_path() {
+  echo "$FAKEPOD_STATE/trainer/train.py"
+}
+
+# start_trainer_on I U [ARGS...]: start the fake trainer detached (own session,
+# output to /tmp/fake-trainer.<pid>.log on that worker) on worker I as user U,
+# wait until it holds the lock and the devices (and its --children K are up),
+# and print its pid as seen inside the worker. It is killed at test exit.
+start_trainer_on() {
+  local w=$1 u=$2
+  shift 2
+  local kids=0 a prev=""
+  for a in "$@"; do
+    [[ $prev == --children ]] && kids=$a
+    [[ $a == --children=* ]] && kids=${a#--children=}
+    prev=$a
+  done
+  local pid
+  # The subshell's pid is $!; `exec setsid` keeps it (a non-leader calls
+  # setsid() without forking), so $! is the trainer's pid.
+  # shellcheck disable=SC2016
+  pid=$("$FAKEPOD" exec "$w" --user "$u" -- bash -c \
+    '( exec setsid python3 "$0" "$@" >"/tmp/fake-trainer.$BASHPID.log" 2>&1 </dev/null ) & echo $!' \
+    "$(trainer_path)" "$@") || fail "could not start the trainer on worker $w"
+  [[ $pid =~ ^[0-9]+$ ]] || fail "bad trainer pid '$pid'"
+  echo "$w $pid" >>"$SCRATCH/.trainers"
+  # shellcheck disable=SC2016
+  "$FAKEPOD" exec "$w" -- bash -c '
+    pid=$1 want=$(($2 + 1)) log=/tmp/fake-trainer.$1.log
+    for _ in $(seq 200); do
+      if [[ $(cat /tmp/libtpu_lockfile 2>/dev/null) == "$pid" ]] &&
+         (( $(grep -c " holds " "$log" 2>/dev/null || true) >= want )); then
+        exit 0
+      fi
+      if ! kill -0 "$pid" 2>/dev/null; then
+        echo "trainer $pid died:" >&2; cat "$log" >&2; exit 1
+      fi
+      sleep 0.05
+    done
+    echo "trainer $pid did not take the TPU in 10s:" >&2; cat "$log" >&2; exit 1' _ "$pid" "$kids" \
+    >&2 || fail "trainer on worker $w (user $u, args: $*) did not start"
+  echo "$pid"
+}
+
+# trainer_log I PID: the output of a trainer started by start_trainer_on.
+trainer_log() {
+  "$FAKEPOD" exec "$1" -- cat "/tmp/fake-trainer.$2.log"
+}
+
+# tpu_holders I: "pid user path" for every process on worker I with a TPU
+# device open (the way tpu-info and lsof find them), sorted by pid.
+tpu_holders() {
+  # shellcheck disable=SC2016
+  "$FAKEPOD" exec "$1" -- bash -c '
+    for fd in /proc/[0-9]*/fd/*; do
+      t=$(readlink "$fd" 2>/dev/null) || continue
+      case $t in /dev/accel*|/dev/vfio/[0-9]*)
+        p=${fd#/proc/}; p=${p%%/*}
+        echo "$p $(stat -c %U /proc/$p) $t";;
+      esac
+    done | sort -n -u'
+}
+
+# reset_tpus: on every worker, SIGKILL each process group holding a TPU device
+# (and the trainers this test started), then remove /tmp/libtpu_lockfile and
+# /tmp/tpu_logs. The EXIT trap calls it.
+reset_tpus() {
+  local i w pid pids
+  while read -r w pid; do
+    [[ -n ${pid:-} ]] || continue
+    "$FAKEPOD" exec "$w" -- bash -c 'kill -9 -- -"$1" "$1"' _ "$pid" >/dev/null 2>&1 || true
+  done <"$SCRATCH/.trainers"
+  : >"$SCRATCH/.trainers"
+  for ((i = 0; i < FAKEPOD_WORKERS; i++)); do
+    # shellcheck disable=SC2016
+    "$FAKEPOD" exec "$i" -- bash -c '
+      for _ in 1 2 3 4 5 6 7 8 9 10; do
+        pids=$(for fd in /proc/[0-9]*/fd/*; do
+                 case $(readlink "$fd" 2>/dev/null) in /dev/accel*|/dev/vfio/[0-9]*)
+                   p=${fd#/proc/}; echo "${p%%/*}";; esac
+               done | sort -u)
+        [[ -z $pids ]] && break
+        for p in $pids; do
+          g=$(ps -o pgid= -p "$p" | tr -d " ")
+          [[ -n $g && $g != 0 ]] && kill -9 -- "-$g" 2>/dev/null
+          kill -9 "$p" 2>/dev/null
+        done
+        sleep 0.1
+      done
+      rm -rf /tmp/libtpu_lockfile /tmp/tpu_logs' >/dev/null 2>&1 || true
+  done
+}

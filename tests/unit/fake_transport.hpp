@@ -1,0 +1,82 @@
+#pragma once
+// A Transport that runs nothing: each worker's behaviour is scripted, and every
+// command it was asked to run is recorded for the test to assert on.
+#include <map>
+#include <optional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tpurun/transport.hpp"
+
+namespace tpurun::testing {
+
+struct FakeBehaviour {
+  std::optional<TransportError> connect_error;  // fail at connect
+  std::optional<TransportError> run_error;      // fail mid-command
+  std::string out;                              // written to stdout
+  std::string err;                              // written to stderr
+  int exit_code = 0;
+  std::optional<std::string> signal;
+};
+
+class FakeTransport : public Transport {
+ public:
+  std::map<int, FakeBehaviour> behaviour;  // by worker index; default: exit 0, no output
+
+  struct Ran {
+    int worker;
+    RemoteCommand command;
+  };
+  std::vector<Ran> commands_ran() const {
+    std::lock_guard lock(mutex_);
+    return ran_;
+  }
+  int connects() const {
+    std::lock_guard lock(mutex_);
+    return connects_;
+  }
+
+  Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
+                                                              const CancelToken&) override {
+    std::lock_guard lock(mutex_);
+    ++connects_;
+    FakeBehaviour b = behaviour.count(worker.index) ? behaviour.at(worker.index) : FakeBehaviour{};
+    if (b.connect_error) return unexpected(*b.connect_error);
+    return std::unique_ptr<Connection>(new FakeConnection(*this, worker.index, b));
+  }
+
+ private:
+  class FakeConnection : public Connection {
+   public:
+    FakeConnection(FakeTransport& t, int index, FakeBehaviour b) : t_(t), index_(index), b_(std::move(b)) {}
+    Result<CommandExit, TransportError> run(const RemoteCommand& command, OutputSink& sink,
+                                            const CancelToken&) override {
+      {
+        std::lock_guard lock(t_.mutex_);
+        t_.ran_.push_back({index_, command});
+      }
+      if (!b_.out.empty()) sink.write(Stream::out, b_.out);
+      if (!b_.err.empty()) sink.write(Stream::err, b_.err);
+      if (b_.run_error) return unexpected(*b_.run_error);
+      return CommandExit{b_.exit_code, b_.signal};
+    }
+
+   private:
+    FakeTransport& t_;
+    int index_;
+    FakeBehaviour b_;
+  };
+
+  mutable std::mutex mutex_;
+  std::vector<Ran> ran_;
+  int connects_ = 0;
+};
+
+inline std::vector<Worker> make_workers(int n) {
+  std::vector<Worker> workers;
+  for (int i = 0; i < n; ++i) workers.push_back({i, "10.0.0." + std::to_string(i + 1), 22});
+  return workers;
+}
+
+}  // namespace tpurun::testing

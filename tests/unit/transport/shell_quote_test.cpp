@@ -1,0 +1,39 @@
+#include "tpurun/shell_quote.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tpurun/subprocess.hpp"
+
+namespace tpurun {
+namespace {
+
+TEST(ShellQuoteTest, WrapsInSingleQuotes) { EXPECT_EQ(shell_quote("abc"), "'abc'"); }
+
+TEST(ShellQuoteTest, EscapesEmbeddedSingleQuote) { EXPECT_EQ(shell_quote("it's"), "'it'\\''s'"); }
+
+TEST(ShellQuoteTest, EmptyArgumentStaysAnArgument) { EXPECT_EQ(shell_join({"a", "", "b"}), "'a' '' 'b'"); }
+
+// Given hostile arguments, when a real POSIX shell parses the joined line,
+// then printf sees each argument verbatim.
+TEST(ShellQuoteTest, RoundTripsHostileStringsThroughSh) {
+  const std::vector<std::string> hostile = {
+      "plain", "two words", "it's", "\"double\"", "$(touch /tmp/pwned)", "`id`", "a;b", "x && y",
+      "line1\nline2", "tab\there", "back\\slash", "glob*?[a]", "~", "-n", "--", "ünïcødé ✓", "'", "''",
+      "$HOME", "!bang", "#hash", "{a,b}", "trailing\\"};
+  std::vector<std::string> argv = {"printf", "%s\\0"};
+  argv.insert(argv.end(), hostile.begin(), hostile.end());
+  CaptureSink sink;
+  auto r = run_subprocess({"/bin/sh", "-c", shell_join(argv)}, "", std::nullopt, sink, CancelToken());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->code, 0) << sink.err;
+  std::vector<std::string> got;
+  std::string cur;
+  for (char c : sink.out) {
+    if (c == '\0') got.push_back(std::exchange(cur, {}));
+    else cur.push_back(c);
+  }
+  EXPECT_EQ(got, hostile);
+}
+
+}  // namespace
+}  // namespace tpurun
