@@ -15,11 +15,12 @@
 
 namespace tpurun {
 
-// Asks each worker whether its job's pid is still alive (one short command per
-// worker). nullopt where the worker could not be asked.
-std::vector<std::optional<bool>> jobs_alive(Transport& transport, const std::vector<Worker>& workers,
-                                            const std::vector<int>& pids, int fanout,
-                                            const CancelToken& cancel);
+// Asks each worker which of its given pids are still alive: one short command
+// per worker. Result: worker index -> pid -> alive; a worker that could not be
+// asked is absent.
+using PidsByWorker = std::map<int, std::vector<int>>;
+std::map<int, std::map<int, bool>> pids_alive(Transport& transport, const std::vector<Worker>& workers,
+                                              const PidsByWorker& pids, int fanout, const CancelToken& cancel);
 
 class LogFollower {
  public:

@@ -3,6 +3,7 @@
 #include "cli/stage.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <map>
@@ -76,7 +77,7 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   cmd->add_option("--tag", o.tags, "Label for the run id, e.g. --tag lr=0.1 (repeatable)");
   cmd->add_option("--env", o.env, "Environment variable for the job, KEY=VALUE (repeatable)");
   cmd->add_flag("--detach", o.detach, "Launch and return; don't tail the logs");
-  cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and per-worker results as JSON");
+  cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and launch results as JSON (implies --detach)");
   cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
   cmd->add_flag("--skip-preflight", o.skip_preflight, "Don't check who holds the TPU before launching");
   cmd->add_flag("--kill-previous", o.kill_previous, "Kill your own jobs that hold the TPU first (like tpurun kill)");
@@ -118,10 +119,8 @@ int run_stage(const StageOptions& o, Context& ctx) {
                std::filesystem::current_path().string(), target.pod.staging_root, user);
     fmt::print(ctx.out, "log dir {}/{}/{}/{}\n", target.pod.logs_root, user, project,
                make_run_id(std::chrono::system_clock::now(), "<rand>", target.pod.name, o.tags));
-    LaunchSpec spec{"<run id>", "<log dir>", "<snapshot>", o.argv, env, static_cast<int>(target.pod.workers.size())};
-    fmt::print(ctx.out, "command on each worker (in the snapshot, detached): {}\n",
-               fmt::join(o.argv, " "));
-    (void)spec;
+    fmt::print(ctx.out, "command on each worker (in the snapshot, detached): {}\n", fmt::join(o.argv, " "));
+    for (const auto& [key, value] : env) fmt::print(ctx.out, "  env {}={}\n", key, value);
     return 0;
   }
 

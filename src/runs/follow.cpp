@@ -5,29 +5,34 @@
 
 #include <chrono>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sstream>
 #include <thread>
 
 #include "tpurun/fanout.hpp"
 
 namespace tpurun {
 
-std::vector<std::optional<bool>> jobs_alive(Transport& transport, const std::vector<Worker>& workers,
-                                            const std::vector<int>& pids, int fanout,
-                                            const CancelToken& cancel) {
+std::map<int, std::map<int, bool>> pids_alive(Transport& transport, const std::vector<Worker>& workers,
+                                              const PidsByWorker& pids, int fanout, const CancelToken& cancel) {
   FanoutPlan plan;
-  plan.workers = workers;
+  for (const Worker& w : workers) {
+    if (pids.count(w.index)) plan.workers.push_back(w);
+  }
   plan.fanout = fanout;
   plan.capture = true;
-  std::map<int, int> pid_of;
-  for (size_t i = 0; i < workers.size(); ++i) pid_of[workers[i].index] = pids[i];
-  plan.command_for = [&pid_of](const Worker& w) {
-    return RemoteCommand{fmt::format("if [ -d /proc/{0} ]; then echo alive; else echo dead; fi", pid_of.at(w.index)), ""};
+  plan.command_for = [&pids](const Worker& w) {
+    return RemoteCommand{fmt::format("for p in {}; do if [ -d /proc/$p ]; then echo \"$p 1\"; else echo \"$p 0\"; fi; done",
+                                     fmt::join(pids.at(w.index), " ")),
+                         ""};
   };
-  auto outcomes = run_on_workers(plan, transport, {}, cancel);
-  std::vector<std::optional<bool>> alive;
-  for (const WorkerOutcome& o : outcomes) {
-    if (!o.ok()) alive.push_back(std::nullopt);
-    else alive.push_back(o.out.find("alive") != std::string::npos);
+  std::map<int, std::map<int, bool>> alive;
+  for (const WorkerOutcome& o : run_on_workers(plan, transport, {}, cancel)) {
+    if (!o.ok()) continue;
+    std::istringstream lines(o.out);
+    int pid = 0, state = 0;
+    auto& row = alive[o.worker.index];
+    while (lines >> pid >> state) row[pid] = state == 1;
   }
   return alive;
 }
@@ -82,13 +87,12 @@ FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& w
   for (int poll = 1;; ++poll) {
     follower.drain();
     std::vector<WorkerJob> jobs = follower.jobs();
-    std::vector<Worker> unsure;
-    std::vector<int> pids;
+    PidsByWorker unsure;
     bool done = true;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i].state == JobState::exited || dead_checks[jobs[i].worker] >= 2) continue;
+    for (const WorkerJob& job : jobs) {
+      if (job.state == JobState::exited || dead_checks[job.worker] >= 2) continue;
       done = false;
-      if (jobs[i].pid) unsure.push_back(workers[i]), pids.push_back(*jobs[i].pid);
+      if (job.pid) unsure[job.worker] = {*job.pid};
     }
     if (done || !follow) break;
     if (cancel.cancelled()) {
@@ -96,10 +100,12 @@ FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& w
       break;
     }
     if (poll % kPollsPerLivenessCheck == 0 && !unsure.empty()) {
-      auto alive = jobs_alive(transport, unsure, pids, fanout, cancel);
-      for (size_t i = 0; i < unsure.size(); ++i) {
-        int& seen = dead_checks[unsure[i].index];
-        seen = (alive[i] == false) ? seen + 1 : 0;  // twice in a row: the wrapper had time to write
+      auto alive = pids_alive(transport, workers, unsure, fanout, cancel);
+      for (const auto& [worker, pids] : unsure) {
+        auto row = alive.find(worker);
+        bool dead = row != alive.end() && row->second.count(pids[0]) && !row->second.at(pids[0]);
+        int& seen = dead_checks[worker];
+        seen = dead ? seen + 1 : 0;  // twice in a row: the wrapper had time to write its record
       }
     }
     std::this_thread::sleep_for(200ms);
