@@ -116,6 +116,8 @@ std::optional<std::uint64_t> parse_byte_size(const std::string& s) {
 
 Result<HostPort, std::string> parse_host_port(std::string_view text) {
   if (text.empty()) return unexpected(std::string("empty host"));
+  if (text.find("://") != std::string_view::npos)
+    return unexpected(std::string("write \"host\" or \"host:port\", not a URL"));
   HostPort hp;
   std::string_view port;
   bool ipv6 = text.front() == '[';
