@@ -72,19 +72,20 @@ marker="tpurun-ctrlc-$$"
 as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec -- bash -c "exec -a $marker sleep 60" \
   >"$(scratch_dir alice)/int.out" 2>"$(scratch_dir alice)/int.err" &
 client=$!
-for _ in $(seq 50); do
-  fakepod exec 0 -- pgrep -f "$marker" >/dev/null 2>&1 && break
+# (anchored: the argv[0] of the remote command, not fakepod's own command line)
+for _ in $(seq 100); do
+  fakepod exec 0 -- pgrep -f "^$marker" >/dev/null 2>&1 && break
   sleep 0.2
 done
-sleep 0.5
-kill -INT "$client"
+# $client is the subshell of as_user; the tpurun process is its child.
+kill -INT "$(pgrep -P "$client" | head -1)"
 set +e; wait $client; rc=$?; set -e
 ERR=$(cat "$(scratch_dir alice)/int.err")
 assert_eq "$rc" 130
 assert_contains "$ERR" "interrupted"
 sleep 0.5
 for i in $(seq 0 $((N - 1))); do
-  if fakepod exec "$i" -- pgrep -f "$marker" >/dev/null 2>&1; then
+  if fakepod exec "$i" -- pgrep -f "^$marker" >/dev/null 2>&1; then
     fail "worker $i still runs the interrupted command"
   fi
 done
