@@ -138,10 +138,12 @@ void exchange(Pipes& p, std::string_view input, ProcessResult& result) {
       return;
     }
     if (fds[0].revents != 0) {
-      ssize_t n = ::send(p.in_parent.get(), input.data(), input.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n =
+          ::send(p.in_parent.get(), input.data(), input.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) input.remove_prefix(static_cast<size_t>(n));
       bool retry = n < 0 && (errno == EAGAIN || errno == EINTR);
-      if (input.empty() || (n <= 0 && !retry)) p.in_parent.reset();  // done, or child stopped reading
+      if (input.empty() || (n <= 0 && !retry))
+        p.in_parent.reset();  // done, or child stopped reading
     }
     for (int i = 0; i < 2; ++i) {
       if (fds[i + 1].revents == 0) continue;

@@ -70,7 +70,9 @@ TEST_F(SystemProcessRunnerTest, EmptyStdinIsEndOfFile) {
 
 TEST_F(SystemProcessRunnerTest, BigOutputOnBothStreamsDoesNotDeadlock) {
   // given far more output than a pipe buffer holds, interleaved on both streams
-  ProcessResult r = sh("i=0; while [ $i -lt 2000 ]; do printf '%0500d\\n' 0; printf '%0500d\\n' 1 >&2; i=$((i+1)); done");
+  ProcessResult r =
+      sh("i=0; while [ $i -lt 2000 ]; do printf '%0500d\\n' 0; printf '%0500d\\n' 1 >&2; "
+         "i=$((i+1)); done");
   // then all of it arrives
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.size(), 2000u * 501);
