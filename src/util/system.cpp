@@ -93,6 +93,11 @@ pid_t spawn(const std::vector<std::string>& argv, const std::optional<std::strin
   posix_spawn_file_actions_adddup2(&actions, pipes.in_child.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pipes.out_child.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pipes.err_child.get(), STDERR_FILENO);
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
+  // gcloud or git must not inherit descriptors someone forgot to mark
+  // close-on-exec (an SSH socket held open by a child outlives its session).
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+#endif
   if (cwd) posix_spawn_file_actions_addchdir_np(&actions, cwd->c_str());
 
   // The child must not inherit signal state a caller set up for itself
@@ -138,10 +143,12 @@ void exchange(Pipes& p, std::string_view input, ProcessResult& result) {
       return;
     }
     if (fds[0].revents != 0) {
-      ssize_t n = ::send(p.in_parent.get(), input.data(), input.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n =
+          ::send(p.in_parent.get(), input.data(), input.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) input.remove_prefix(static_cast<size_t>(n));
       bool retry = n < 0 && (errno == EAGAIN || errno == EINTR);
-      if (input.empty() || (n <= 0 && !retry)) p.in_parent.reset();  // done, or child stopped reading
+      if (input.empty() || (n <= 0 && !retry))
+        p.in_parent.reset();  // done, or child stopped reading
     }
     for (int i = 0; i < 2; ++i) {
       if (fds[i + 1].revents == 0) continue;
