@@ -34,7 +34,8 @@ TEST(ExampleConfigsTest, SimulatorConfigParses) {
   ConfigFile config = parse_example("sim.jsonc");
   EXPECT_EQ(config.default_pod, "sim");
   EXPECT_EQ(config.pods.at("sim").workers.size(), 4u);
-  EXPECT_EQ(config.pods.at("sim").ssh.known_hosts.at(0), "/home/alice/.ssh/tpurun_sim_known_hosts");
+  EXPECT_EQ(config.pods.at("sim").ssh.identity_file, "/home/alice/.ssh/id_ed25519");
+  EXPECT_EQ(config.pods.at("sim").staging_root, "/srv/tpurun-nfs/staging");
 }
 
 TEST(ExampleConfigsTest, GcloudConfigParses) {
