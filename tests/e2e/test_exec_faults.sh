@@ -10,8 +10,7 @@ ok_count() { grep -c "\] ok$" <<<"$OUT" || true; }
 expect_exit 0 tpurun_as alice exec -- true
 
 # A worker that is down: exit 255, named in the summary; the rest ran.
-fakepod stop-worker 2
-on_exit "fakepod start-worker 2"
+stop_worker 2
 expect_exit 255 tpurun_as alice exec -- echo ok
 assert_eq "$(ok_count)" "$((N - 1))"
 assert_contains "$ERR" "w2 $(worker_ip 2): cannot connect to $(worker_ip 2):22"
@@ -28,7 +27,7 @@ assert_contains "$ERR" "w2 $(worker_ip 2): connect timed out after 2s"
 fakepod start-worker 2
 
 # A changed host key (the TPU VM was recreated): refused, naming file:line.
-fakepod rekey 3
+rekey_worker 3
 expect_exit 255 tpurun_as alice exec -- echo ok
 assert_eq "$(ok_count)" "$((N - 1))"
 line=$(grep -n "^$(worker_ip 3) " /home/alice/.ssh/known_hosts | head -1 | cut -d: -f1)
@@ -57,8 +56,7 @@ as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec -- bash -c 'sleep 3; ech
   >"$(scratch_dir alice)/mid.out" 2>"$(scratch_dir alice)/mid.err" &
 client=$!
 sleep 1.5
-fakepod stop-worker 5
-on_exit "fakepod start-worker 5"
+stop_worker 5
 set +e; wait $client; rc=$?; set -e
 OUT=$(cat "$(scratch_dir alice)/mid.out"); ERR=$(cat "$(scratch_dir alice)/mid.err")
 assert_eq "$rc" 255
