@@ -9,6 +9,7 @@
 #include <map>
 
 #include "cli/identity.hpp"
+#include "cli/preflight.hpp"
 #include "cli/report.hpp"
 #include "cli/run_follow.hpp"
 #include "tpurun/fanout.hpp"
@@ -126,6 +127,9 @@ int run_stage(const StageOptions& o, Context& ctx) {
   }
 
   auto transport = ctx.make_transport(target.pod);
+  if (!o.skip_preflight) {
+    run_preflight(target.pod, target.workers, *transport, {o.kill_previous, o.target.fanout}, printer, ctx);
+  }
   StagedSnapshot staged = snapshot(target, user, ctx, printer);
   printer.note(fmt::format("staged {} files ({}, {} reused) → {}", staged.files, human_bytes(staged.bytes),
                            human_bytes(staged.bytes_reused), staged.dir));
