@@ -8,6 +8,8 @@
 
 #include "cli/context.hpp"
 #include "cli/exec.hpp"
+#include "cli/kill.hpp"
+#include "cli/status.hpp"
 #include "tpurun/config.hpp"
 #include "tpurun/suggest.hpp"
 #include "tpurun/worker_select.hpp"
@@ -66,6 +68,10 @@ int main(int argc, char** argv) {
 
   ExecOptions exec;
   CLI::App* exec_cmd = register_exec(app, exec);
+  StatusOptions status;
+  CLI::App* status_cmd = register_status(app, status);
+  KillCommandOptions kill;
+  CLI::App* kill_cmd = register_kill(app, kill);
 
   SystemEnvironment env;
   SystemProcessRunner processes;
@@ -81,6 +87,8 @@ int main(int argc, char** argv) {
     if (!pod_name.empty()) ctx.pod_request.pod = pod_name;
     ctx.cancel = CancelToken(install_interrupt_handler());
     if (*exec_cmd) return run_exec(exec, ctx);
+    if (*status_cmd) return run_status(status, ctx);
+    if (*kill_cmd) return run_kill(kill, ctx);
     return 2;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
