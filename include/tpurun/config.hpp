@@ -1,9 +1,11 @@
 #pragma once
 // Loading tpurun.json (JSON with comments) and choosing a pod.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tpurun/pod.hpp"
 #include "tpurun/system.hpp"
@@ -14,12 +16,17 @@ namespace tpurun {
 class ConfigError : public std::runtime_error {
  public:
   ConfigError(std::string file, int line, const std::string& message);
+  // Syntax errors also know the column: what() is "FILE:LINE:COLUMN: message",
+  // the form compilers use, so editors can jump to it.
+  ConfigError(std::string file, int line, int column, const std::string& message);
   const std::string& file() const { return file_; }
   int line() const { return line_; }
+  int column() const { return column_; }  // 1-based byte column; 0 when unknown
 
  private:
   std::string file_;
   int line_;
+  int column_ = 0;
 };
 
 struct ConfigFile {
@@ -63,7 +70,15 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
 // Throws std::runtime_error on malformed input.
 std::vector<Worker> parse_gcloud_describe(const std::string& json_text, bool internal_ip);
 
+// The command that prints a gcloud pod's description, for running and for -v.
+std::vector<std::string> gcloud_describe_argv(const GcloudSpec& spec);
+
 std::optional<HostKeyPolicy> parse_host_key_policy(const std::string& s);
 const char* to_string(HostKeyPolicy p);
+
+// "1GiB" -> 1073741824, "500MB" -> 500000000, "4096" -> 4096. Units are
+// case-insensitive: B, KB, MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB
+// (powers of 1024). nullopt for anything else or above 2^64-1.
+std::optional<std::uint64_t> parse_byte_size(const std::string& s);
 
 }  // namespace tpurun

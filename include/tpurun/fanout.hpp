@@ -18,6 +18,8 @@ struct FanoutPlan {
   RemoteCommand command;
   int fanout = 64;
   bool capture = false;  // keep each worker's output in its outcome
+  // When set, each worker gets its own command (e.g. its worker number).
+  std::function<RemoteCommand(const Worker&)> command_for;
 };
 
 // Runs plan.command on every worker. live[i] (may be null) receives worker i's

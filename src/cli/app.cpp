@@ -4,11 +4,17 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "cli/context.hpp"
 #include "cli/exec.hpp"
+#include "cli/gc.hpp"
 #include "cli/kill.hpp"
+#include "cli/logs.hpp"
+#include "cli/runs.hpp"
+#include "cli/stage.hpp"
 #include "cli/status.hpp"
 #include "tpurun/config.hpp"
 #include "tpurun/suggest.hpp"
@@ -23,10 +29,13 @@ A pod is a set of workers (hosts) that all run the same command. tpurun reads
 pods from tpurun.json (or --config FILE); with no config at all, the pod is
 this host alone and commands run locally.)";
 
-constexpr const char* kFooter = R"(Examples:
+constexpr const char* kFooter = R"(Typical session:
+  tpurun stage -- python3 main.py --config=configs/tpu.py   # snapshot, launch, follow
+  tpurun status                      # who holds the TPU on each worker
+  tpurun kill                        # stop your own jobs (never anyone else's)
+  tpurun logs last -f                # reattach to the newest run
   tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
   tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
-  tpurun exec --script setup.sh          # run a local script on every worker
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
@@ -66,12 +75,23 @@ int main(int argc, char** argv) {
   app.add_option("--pod", pod_name, "Pod to use (default: $TPURUN_POD, then the config's default_pod)");
   app.add_flag("-v,--verbose", verbosity, "More detail; repeat for SSH protocol logs");
 
+  // The command table drives both dispatch and --help, so they cannot drift apart.
   ExecOptions exec;
-  CLI::App* exec_cmd = register_exec(app, exec);
+  StageOptions stage;
+  LogsOptions logs;
+  RunsOptions runs;
+  GcOptions gc;
   StatusOptions status;
-  CLI::App* status_cmd = register_status(app, status);
   KillCommandOptions kill;
-  CLI::App* kill_cmd = register_kill(app, kill);
+  const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
+      {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
+      {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
+      {register_logs(app, logs), [&](Context& c) { return run_logs(logs, c); }},
+      {register_runs(app, runs), [&](Context& c) { return run_runs(runs, c); }},
+      {register_gc(app, gc), [&](Context& c) { return run_gc(gc, c); }},
+      {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
+      {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
+  };
 
   SystemEnvironment env;
   SystemProcessRunner processes;
@@ -86,9 +106,9 @@ int main(int argc, char** argv) {
     if (!config_path.empty()) ctx.pod_request.config_path = config_path;
     if (!pod_name.empty()) ctx.pod_request.pod = pod_name;
     ctx.cancel = CancelToken(install_interrupt_handler());
-    if (*exec_cmd) return run_exec(exec, ctx);
-    if (*status_cmd) return run_status(status, ctx);
-    if (*kill_cmd) return run_kill(kill, ctx);
+    for (const auto& [cmd, run] : commands) {
+      if (*cmd) return run(ctx);
+    }
     return 2;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

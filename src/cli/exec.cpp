@@ -104,7 +104,11 @@ int run_exec(const ExecOptions& o, Context& ctx) {
       live[i] = &sinks.back();
     }
   }
-  FanoutPlan plan{target.workers, command, o.target.fanout, /*capture=*/!stream_live};
+  FanoutPlan plan;
+  plan.workers = target.workers;
+  plan.command = command;
+  plan.fanout = o.target.fanout;
+  plan.capture = !stream_live;
   auto transport = ctx.make_transport(target.pod);
   std::atomic<size_t> done{0};
   auto outcomes = run_on_workers(plan, *transport, live, ctx.cancel, [&](const WorkerOutcome& outcome) {

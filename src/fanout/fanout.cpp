@@ -55,7 +55,7 @@ std::vector<WorkerOutcome> run_on_workers(const FanoutPlan& plan, Transport& tra
     if (!conn) {
       outcome.result = conn.error();
     } else {
-      auto ran = (*conn)->run(plan.command, tee, cancel);
+      auto ran = (*conn)->run(plan.command_for ? plan.command_for(worker) : plan.command, tee, cancel);
       if (ran) outcome.result = *ran;
       else outcome.result = ran.error();
     }

@@ -13,7 +13,8 @@
 #   - installs $TPURUN_BIN as $FAKEPOD_STATE/bin/tpurun (mode 755, so alice, bob
 #     and carol can run it), the fake trainer as $FAKEPOD_STATE/trainer/ and the
 #     gcloud stub as $FAKEPOD_STATE/stubs/gcloud (first on as_user's PATH);
-#   - makes a fresh scratch dir $SCRATCH=/var/tmp/tpurun-e2e/<test name>;
+#   - makes a fresh scratch dir $SCRATCH=/var/tmp/tpurun-e2e/<test name>
+#     (removed at exit if the test passed);
 #   - installs an EXIT trap that runs the test's registered cleanups, then kills
 #     every process still holding a TPU device on any worker, removes
 #     /tmp/libtpu_lockfile and /tmp/tpu_logs there, and revives dead workers, so
@@ -117,16 +118,21 @@ _e2e_exit() {
   trap - EXIT
   local i
   for ((i = ${#_E2E_CLEANUPS[@]} - 1; i >= 0; i--)); do
-    eval "${_E2E_CLEANUPS[i]}" >/dev/null 2>&1
+    eval "${_E2E_CLEANUPS[i]}" >/dev/null
   done
   if [[ ${_E2E_READY:-0} == 1 ]]; then
     "$FAKEPOD" up "$FAKEPOD_WORKERS" >/dev/null 2>&1
     reset_tpus >/dev/null 2>&1
   fi
-  [[ -n ${SCRATCH:-} && ${E2E_KEEP_SCRATCH:-0} != 1 ]] && rm -rf "$SCRATCH"
+  # Keep the scratch dir of a failed test for debugging.
+  if [[ -n ${SCRATCH:-} && $rc == 0 && ${E2E_KEEP_SCRATCH:-0} != 1 ]]; then
+    rm -rf "$SCRATCH"
+  fi
   exit "$rc"
 }
 trap _e2e_exit EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # ------------------------------------------------------------------ setup
 
@@ -166,6 +172,12 @@ worker_hostname() {  # I
   echo "t1v-n-fakepod-w-$1"
 }
 
+# fakepod ARGS...: scripts/fakepod (e.g. `fakepod stop-worker 3`,
+# `on_exit "fakepod start-worker 3"`, `fakepod exec 2 -- ls /tmp`).
+fakepod() {
+  "$FAKEPOD" "$@"
+}
+
 # wexec I [--user U] -- CMD...: run CMD inside worker I (see fakepod exec).
 wexec() {
   "$FAKEPOD" exec "$@"
@@ -180,6 +192,11 @@ user_dir() {
   local d=$SCRATCH/$1
   [[ -d $d ]] || install -d -m 755 -o "$1" -g "$(id -gn "$1")" "$d"
   echo "$d"
+}
+
+# scratch_dir U: the same as user_dir.
+scratch_dir() {
+  user_dir "$@"
 }
 
 # make_project U [NAME]: a project dir owned by U holding the fake trainer
@@ -343,16 +360,17 @@ tpu_holders() {
         p=${fd#/proc/}; p=${p%%/*}
         echo "$p $(stat -c %U /proc/$p) $t";;
       esac
-    done | sort -n -u'
+    done | sort -n | uniq'
 }
 
 # reset_tpus: on every worker, SIGKILL each process group holding a TPU device
-# (and the trainers this test started), then remove /tmp/libtpu_lockfile and
-# /tmp/tpu_logs. The EXIT trap calls it.
+# (and the trainers this test started), then remove /tmp/libtpu_lockfile,
+# /tmp/tpu_logs and the trainer logs. The EXIT trap calls it.
 reset_tpus() {
-  local i w pid pids
+  local i w pid
   while read -r w pid; do
     [[ -n ${pid:-} ]] || continue
+    # shellcheck disable=SC2016
     "$FAKEPOD" exec "$w" -- bash -c 'kill -9 -- -"$1" "$1"' _ "$pid" >/dev/null 2>&1 || true
   done <"$SCRATCH/.trainers"
   : >"$SCRATCH/.trainers"
@@ -372,6 +390,6 @@ reset_tpus() {
         done
         sleep 0.1
       done
-      rm -rf /tmp/libtpu_lockfile /tmp/tpu_logs' >/dev/null 2>&1 || true
+      rm -rf /tmp/libtpu_lockfile /tmp/tpu_logs /tmp/fake-trainer.*.log' >/dev/null 2>&1 || true
   done
 }

@@ -37,7 +37,7 @@ TEST(RunOnWorkersTest, OneWorkerFailingNeverStopsTheOthers) {
   transport.behaviour[1].connect_error = TransportError{ErrorKind::connect, "refused"};
   transport.behaviour[2].run_error = TransportError{ErrorKind::channel, "connection lost"};
   transport.behaviour[3].exit_code = 5;
-  FanoutPlan plan{make_workers(6), {"exec 'true'", ""}, 2, false};
+  FanoutPlan plan{make_workers(6), {"exec 'true'", ""}, 2, false, {}};
 
   auto outcomes = run_on_workers(plan, transport, {}, CancelToken());
 
@@ -55,7 +55,7 @@ TEST(RunOnWorkersTest, CapturesOutputOnlyWhenAsked) {
   FakeTransport transport;
   transport.behaviour[0].out = "hello\n";
   transport.behaviour[0].err = "warn\n";
-  FanoutPlan plan{make_workers(1), {"x", ""}, 1, false};
+  FanoutPlan plan{make_workers(1), {"x", ""}, 1, false, {}};
   EXPECT_EQ(run_on_workers(plan, transport, {}, CancelToken())[0].out, "");
   plan.capture = true;
   auto outcomes = run_on_workers(plan, transport, {}, CancelToken());
@@ -68,7 +68,7 @@ TEST(RunOnWorkersTest, LiveSinkReceivesItsWorkersOutput) {
   transport.behaviour[0].out = "zero\n";
   transport.behaviour[1].out = "one\n";
   CaptureSink s0, s1;
-  FanoutPlan plan{make_workers(2), {"x", ""}, 2, false};
+  FanoutPlan plan{make_workers(2), {"x", ""}, 2, false, {}};
   run_on_workers(plan, transport, {&s0, &s1}, CancelToken());
   EXPECT_EQ(s0.out, "zero\n");
   EXPECT_EQ(s1.out, "one\n");

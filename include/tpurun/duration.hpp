@@ -1,0 +1,14 @@
+#pragma once
+// Human durations on the command line: "10s", "500ms", "5m", "2h", "14d", or
+// plain seconds ("30"). And the other way: 7384s -> "2h03m".
+#include <chrono>
+#include <string>
+
+namespace tpurun {
+
+// Throws UsageError (worker_select.hpp) naming the bad text.
+std::chrono::milliseconds parse_duration(const std::string& text);
+// Compact age for tables: "45s", "12m", "2h03m", "3d04h".
+std::string format_age(long long seconds);
+
+}  // namespace tpurun

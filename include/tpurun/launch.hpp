@@ -1,0 +1,30 @@
+#pragma once
+// Starting a job on a worker fully detached from the SSH session: its own
+// session and process group, no stdin, output to the shared log dir, and a
+// wrapper that records the job's pid and, when it ends, its exit code.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpurun/transport.hpp"
+#include "tpurun/worker.hpp"
+
+namespace tpurun {
+
+struct LaunchSpec {
+  std::string run_id;
+  std::string log_dir;
+  std::string staged_dir;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;  // --env K=V, on top of the TPURUN_* variables
+  int num_workers = 1;                     // TPURUN_NUM_WORKERS: the pod's worker count
+};
+
+// The script (sent to `sh -s`) that launches the job on `worker` and prints
+// "TPURUN-LAUNCHED <pid>" once the job runs. It returns at once; closing the
+// connection, Ctrl-C or a dropped link never stops the job.
+RemoteCommand launch_command(const LaunchSpec& spec, const Worker& worker);
+std::optional<int> parse_launched_pid(const std::string& out);
+
+}  // namespace tpurun

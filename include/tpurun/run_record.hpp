@@ -1,0 +1,62 @@
+#pragma once
+// A run's log dir on the shared logs root: run.json, git.diff, and per worker
+// workerN.log, workerN.pid ("<pid> <pgid>") and workerN.exit (exit code).
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpurun/worker.hpp"
+
+namespace tpurun {
+
+struct RunRecord {
+  std::string run_id;   // <YYYYmmdd_HHMMSS>_<rand6>_<pod>[_<tags>]
+  std::string user;
+  std::string pod;
+  std::string project;  // the project directory's name
+  std::vector<Worker> workers;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> tags;
+  std::string staged_dir;
+  std::string log_dir;
+  std::string git_sha;
+  std::string git_branch;
+  bool git_dirty = false;
+  std::string tree_hash;
+  std::string created_at;  // ISO 8601, UTC
+};
+
+// "lr=0.1" -> "lr0.1"; anything outside [A-Za-z0-9.-] becomes '-'.
+std::string tag_slug(const std::string& tag);
+std::string make_run_id(std::chrono::system_clock::time_point now, const std::string& rand6,
+                        const std::string& pod, const std::vector<std::string>& tags);
+std::string iso8601_utc(std::chrono::system_clock::time_point t);
+
+// <logs_root>/<user>/<project>/<run_id>, created exclusively (fails if it exists).
+// Throws std::runtime_error with the path and the errno text.
+std::string create_log_dir(const std::string& logs_root, const std::string& user,
+                           const std::string& project, const std::string& run_id);
+void write_run_record(const RunRecord& record, const std::string& git_diff);
+RunRecord read_run_record(const std::string& log_dir);  // throws on a missing/corrupt run.json
+
+// Every run dir of the user, newest first.
+std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::string& user);
+// A run by id or unique prefix; throws with a did-you-mean hint when unknown or ambiguous.
+std::string find_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
+
+enum class JobState { pending, running, exited, lost, unknown };
+const char* to_string(JobState s);
+
+struct WorkerJob {
+  int worker = 0;
+  JobState state = JobState::pending;  // from the files alone: pending, running or exited
+  std::optional<int> pid;               // also the job's pgid: it leads its own session
+  std::optional<int> exit_code;
+};
+WorkerJob read_worker_job(const std::string& log_dir, int worker);
+std::string worker_log_path(const std::string& log_dir, int worker);
+
+}  // namespace tpurun

@@ -1,0 +1,85 @@
+#pragma once
+// Code snapshots: an immutable, content-addressed copy of the project on the
+// shared (NFS) staging root, built atomically so it is whole or absent.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpurun/cancel.hpp"
+#include "tpurun/result.hpp"
+#include "tpurun/system.hpp"
+
+namespace tpurun {
+
+struct SnapshotRequest {
+  std::string source_dir;     // the project directory on the dev VM
+  std::string staging_root;   // shared; snapshots go to <staging_root>/<user>/<name>
+  std::string user;
+  std::uint64_t size_limit = 1ull << 30;
+  std::string stat_cache_dir;  // local cache of (path,size,mtime,inode) -> hash; empty: no cache
+  std::chrono::system_clock::time_point now;
+  std::function<std::string()> random_suffix;  // 6 chars [a-z0-9]; injected for tests
+};
+
+struct SnapshotProgress {
+  std::size_t files_done = 0;
+  std::size_t files_total = 0;
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;
+  std::uint64_t bytes_reused = 0;  // content already in the object store
+};
+
+struct GitInfo {
+  bool is_repo = false;
+  std::string sha;     // full sha of HEAD; empty outside git
+  std::string branch;  // empty when detached or outside git
+  bool dirty = false;
+  std::string diff;    // `git diff HEAD` (uncommitted changes, staged or not)
+};
+
+struct StagedSnapshot {
+  std::string dir;        // final absolute path, read-only
+  std::string name;       // e.g. 240419000859-u1fe8t-2df5ac0-code
+  GitInfo git;
+  std::string tree_hash;  // xxh3-128 over the sorted (path, mode, content hash) list
+  std::size_t files = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t bytes_reused = 0;
+  std::size_t files_read = 0;  // files whose content had to be read (stat cache misses)
+};
+
+struct StageError {
+  std::string message;  // names the file and what to do
+};
+
+// Builds the snapshot: lists files (git's rules + .tpurunignore, or a walk
+// outside git), enforces the size limit (error lists the largest offenders),
+// hashes into the per-user object store, hard-links (or copies) into a hidden
+// temp dir, renames it into place and makes it read-only. On any failure or
+// cancel, nothing of the snapshot remains.
+Result<StagedSnapshot, StageError> create_snapshot(
+    const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
+    const std::function<void(const SnapshotProgress&)>& progress = {});
+
+struct GcRequest {
+  std::string staging_root;
+  std::string user;  // only <staging_root>/<user> is ever touched
+  std::chrono::seconds older_than{14 * 24 * 3600};
+  std::chrono::system_clock::time_point now;
+  bool dry_run = false;
+};
+
+struct GcReport {
+  std::vector<std::string> snapshots_removed;  // (or that would be, with dry_run)
+  std::size_t objects_removed = 0;
+  std::uint64_t bytes_freed = 0;
+  std::vector<std::string> errors;
+};
+
+// Removes the user's snapshots older than the cutoff, then objects nothing links to.
+GcReport collect_garbage(const GcRequest& request);
+
+}  // namespace tpurun

@@ -1,0 +1,60 @@
+// tpurun logs: a run's worker logs from the shared logs root, optionally followed.
+#include "cli/logs.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/identity.hpp"
+#include "cli/run_follow.hpp"
+#include "tpurun/follow.hpp"
+#include "tpurun/run_record.hpp"
+#include "tpurun/worker_select.hpp"
+
+namespace tpurun::cli {
+
+CLI::App* register_logs(CLI::App& app, LogsOptions& o) {
+  CLI::App* cmd = app.add_subcommand("logs", "Show a run's worker logs, with worker prefixes");
+  cmd->add_option("run", o.run, "Run id (or a unique prefix, or 'last')")->required();
+  cmd->add_flag("-f,--follow", o.follow, "Keep printing new output until every worker's job has ended");
+  cmd->add_option("-w,--worker", o.worker, "Only this worker's log");
+  cmd->footer(R"(Logs live in <logs_root>/<user>/<project>/<run id>/workerN.log on the shared
+mount; this reads them directly. With -f, Ctrl-C stops following only.
+
+Examples:
+  tpurun logs last -f
+  tpurun logs 20240419_000859_d4awst --worker 0)");
+  return cmd;
+}
+
+int run_logs(const LogsOptions& o, Context& ctx) {
+  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
+  const std::string user = local_user(ctx.env);
+  std::string dir;
+  if (o.run == "last") {
+    auto dirs = list_run_dirs(pod.logs_root, user);
+    if (dirs.empty()) throw UsageError(fmt::format("no runs of {} under {}", user, pod.logs_root));
+    dir = dirs.front();
+  } else {
+    dir = find_run_dir(pod.logs_root, user, o.run);
+  }
+  RunRecord run = read_run_record(dir);
+  std::vector<Worker> workers;
+  for (const Worker& w : run.workers) {
+    if (!o.worker || w.index == *o.worker) workers.push_back(w);
+  }
+  if (workers.empty()) {
+    throw UsageError(fmt::format("run {} has no worker {} (it ran on {} workers)", run.run_id, *o.worker,
+                                 run.workers.size()));
+  }
+  LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+  auto transport = ctx.make_transport(pod);
+  if (!o.follow) {
+    LogFollower follower(dir, workers, printer);
+    follower.drain();
+    follower.flush();
+    return 0;
+  }
+  return follow_to_end(run.run_id, dir, workers, printer, *transport, o.fanout, ctx);
+}
+
+}  // namespace tpurun::cli

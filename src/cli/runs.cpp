@@ -1,0 +1,139 @@
+// tpurun runs: recent runs of this user, with every worker's job state.
+#include "cli/runs.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+
+#include "cli/identity.hpp"
+#include "cli/report.hpp"
+#include "tpurun/follow.hpp"
+#include "tpurun/run_record.hpp"
+#include "tpurun/worker_select.hpp"
+
+namespace tpurun::cli {
+namespace {
+
+struct RunView {
+  RunRecord record;
+  std::vector<WorkerJob> jobs;
+};
+
+std::string job_label(const WorkerJob& job) {
+  if (job.state == JobState::exited) return fmt::format("exited({})", *job.exit_code);
+  return to_string(job.state);
+}
+
+// Jobs with a pid and no exit record are "running" only if their worker says
+// so: dead ones become "lost", unreachable or unknown pods "unknown".
+void check_liveness(std::vector<RunView>& runs, Context& ctx, int fanout) {
+  std::map<std::string, std::vector<RunView*>> by_pod;
+  for (RunView& run : runs) {
+    for (const WorkerJob& job : run.jobs) {
+      if (job.state == JobState::running) {
+        by_pod[run.record.pod].push_back(&run);
+        break;
+      }
+    }
+  }
+  for (auto& [pod_name, pod_runs] : by_pod) {
+    std::optional<PodConfig> pod;
+    try {
+      PodRequest request = ctx.pod_request;
+      request.pod = pod_name;
+      pod = load_pod(request, ctx.env, ctx.processes);
+    } catch (const std::exception&) {
+    }
+    PidsByWorker pids;
+    for (RunView* run : pod_runs) {
+      for (const WorkerJob& job : run->jobs) {
+        if (job.state == JobState::running) pids[job.worker].push_back(*job.pid);
+      }
+    }
+    std::map<int, std::map<int, bool>> alive;
+    if (pod) alive = pids_alive(*ctx.make_transport(*pod), pod->workers, pids, fanout, ctx.cancel);
+    for (RunView* run : pod_runs) {
+      for (WorkerJob& job : run->jobs) {
+        if (job.state != JobState::running) continue;
+        auto row = alive.find(job.worker);
+        if (row == alive.end() || !row->second.count(*job.pid)) {
+          job.state = JobState::unknown;
+        } else if (!row->second.at(*job.pid)) {
+          // Re-read: the job may have ended between the two looks.
+          job = read_worker_job(run->record.log_dir, job.worker);
+          if (job.state == JobState::running) job.state = JobState::lost;
+        }
+      }
+    }
+  }
+}
+
+std::string summarize(const std::vector<WorkerJob>& jobs) {
+  std::map<std::string, int> counts;
+  for (const WorkerJob& job : jobs) ++counts[job_label(job)];
+  std::vector<std::string> parts;
+  for (const auto& [label, n] : counts) parts.push_back(fmt::format("{} {}", n, label));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+CLI::App* register_runs(CLI::App& app, RunsOptions& o) {
+  CLI::App* cmd = app.add_subcommand("runs", "List your recent runs and each worker's job state");
+  cmd->add_option("-n,--limit", o.limit, "How many runs, newest first")->default_str("20");
+  cmd->add_flag("--json", o.json, "Print the runs as JSON");
+  cmd->add_flag("--no-check", o.no_check, "Read the log dirs only; don't ask the workers which jobs are alive");
+  cmd->footer(R"(States: running, exited(CODE), lost (no exit record and the process is gone:
+killed with SIGKILL or the host rebooted), unknown (the worker could not be asked),
+pending (not started yet).)");
+  return cmd;
+}
+
+int run_runs(const RunsOptions& o, Context& ctx) {
+  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
+  std::vector<RunView> runs;
+  for (const std::string& dir : list_run_dirs(pod.logs_root, local_user(ctx.env))) {
+    if (static_cast<int>(runs.size()) >= o.limit) break;
+    try {
+      RunView view{read_run_record(dir), {}};
+      for (const Worker& w : view.record.workers) view.jobs.push_back(read_worker_job(dir, w.index));
+      runs.push_back(std::move(view));
+    } catch (const std::exception& e) {
+      fmt::print(ctx.err, "tpurun: skipping {}: {}\n", dir, e.what());
+    }
+  }
+  if (!o.no_check) check_liveness(runs, ctx, 64);
+
+  if (o.json) {
+    nlohmann::json doc = nlohmann::json::array();
+    for (const RunView& run : runs) {
+      nlohmann::json workers = nlohmann::json::array();
+      for (const WorkerJob& job : run.jobs) {
+        workers.push_back({{"worker", job.worker}, {"state", to_string(job.state)},
+                           {"pid", job.pid ? nlohmann::json(*job.pid) : nlohmann::json(nullptr)},
+                           {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json(nullptr)}});
+      }
+      doc.push_back({{"run_id", run.record.run_id}, {"pod", run.record.pod}, {"created_at", run.record.created_at},
+                     {"command", run.record.command}, {"log_dir", run.record.log_dir},
+                     {"staged_dir", run.record.staged_dir}, {"workers", workers}});
+    }
+    print_json(ctx.out, {{"runs", doc}});
+    return 0;
+  }
+  if (runs.empty()) {
+    fmt::print(ctx.out, "no runs yet under {}/{}\n", pod.logs_root, local_user(ctx.env));
+    return 0;
+  }
+  fmt::print(ctx.out, "{:<44} {:<20} {:<30} {}\n", "RUN", "CREATED", "COMMAND", "WORKERS");
+  for (const RunView& run : runs) {
+    std::string command = fmt::format("{}", fmt::join(run.record.command, " "));
+    if (command.size() > 30) command = command.substr(0, 27) + "...";
+    fmt::print(ctx.out, "{:<44} {:<20} {:<30} {}\n", run.record.run_id, run.record.created_at, command,
+               summarize(run.jobs));
+  }
+  return 0;
+}
+
+}  // namespace tpurun::cli

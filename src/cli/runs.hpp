@@ -1,0 +1,17 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include "cli/context.hpp"
+
+namespace tpurun::cli {
+
+struct RunsOptions {
+  int limit = 20;
+  bool json = false;
+  bool no_check = false;  // don't ask the workers whether jobs are alive
+};
+
+CLI::App* register_runs(CLI::App& app, RunsOptions& options);
+int run_runs(const RunsOptions& options, Context& ctx);
+
+}  // namespace tpurun::cli

@@ -1,0 +1,199 @@
+// tpurun stage: snapshot the code onto the shared mount, create the run's log
+// dir, launch the command detached on every worker, and follow it.
+#include "cli/stage.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <map>
+
+#include "cli/identity.hpp"
+#include "cli/report.hpp"
+#include "cli/run_follow.hpp"
+#include "tpurun/fanout.hpp"
+#include "tpurun/launch.hpp"
+#include "tpurun/run_record.hpp"
+#include "tpurun/staging.hpp"
+#include "tpurun/worker_select.hpp"
+
+namespace tpurun::cli {
+namespace {
+
+std::map<std::string, std::string> parse_env(const std::vector<std::string>& pairs) {
+  std::map<std::string, std::string> env;
+  for (const std::string& pair : pairs) {
+    size_t eq = pair.find('=');
+    if (eq == 0 || eq == std::string::npos) throw UsageError(fmt::format("--env {}: expected KEY=VALUE", pair));
+    std::string key = pair.substr(0, eq);
+    for (char c : key) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
+        throw UsageError(fmt::format("--env {}: '{}' is not a valid variable name", pair, key));
+      }
+    }
+    env[key] = pair.substr(eq + 1);
+  }
+  return env;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", bytes / double(1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
+  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", bytes / double(1ull << 10));
+  return fmt::format("{} B", bytes);
+}
+
+void require_roots(const PodConfig& pod) {
+  if (pod.staging_root.empty() || pod.logs_root.empty()) {
+    throw UsageError(fmt::format("pod '{}' needs staging_root and logs_root (directories on the shared NFS mount "
+                                 "that every worker sees); see docs/config.md", pod.name));
+  }
+}
+
+StagedSnapshot snapshot(const Target& target, const std::string& user, Context& ctx, LinePrinter& printer) {
+  SnapshotRequest request;
+  request.source_dir = std::filesystem::current_path();
+  request.staging_root = target.pod.staging_root;
+  request.user = user;
+  request.size_limit = target.pod.stage_size_limit;
+  request.stat_cache_dir = cache_dir(ctx.env) + "/stat-cache";
+  request.now = std::chrono::system_clock::now();
+  request.random_suffix = random_suffix;
+  auto staged = create_snapshot(request, ctx.processes, ctx.cancel, [&](const SnapshotProgress& p) {
+    printer.progress(fmt::format("staging: {}/{} files, {} of {}, {} reused", p.files_done, p.files_total,
+                                 human_bytes(p.bytes_done), human_bytes(p.bytes_total), human_bytes(p.bytes_reused)));
+  });
+  printer.clear_progress();
+  if (!staged) throw std::runtime_error("staging failed: " + staged.error().message);
+  return *staged;
+}
+
+}  // namespace
+
+CLI::App* register_stage(CLI::App& app, StageOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "stage", "Snapshot this project onto the shared mount and run a command from it on every worker");
+  add_target_options(*cmd, o.target);
+  cmd->add_option("--tag", o.tags, "Label for the run id, e.g. --tag lr=0.1 (repeatable)");
+  cmd->add_option("--env", o.env, "Environment variable for the job, KEY=VALUE (repeatable)");
+  cmd->add_flag("--detach", o.detach, "Launch and return; don't tail the logs");
+  cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and launch results as JSON (implies --detach)");
+  cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
+  cmd->add_flag("--skip-preflight", o.skip_preflight, "Don't check who holds the TPU before launching");
+  cmd->add_flag("--kill-previous", o.kill_previous, "Kill your own jobs that hold the TPU first (like tpurun kill)");
+  cmd->add_option("command", o.argv, "The command to run in the snapshot on every worker, after --");
+  cmd->footer(R"(What happens:
+  1. checks that no one holds the TPU on the selected workers (see tpurun status);
+  2. snapshots the code (git's files: tracked + untracked-not-ignored, minus
+     .tpurunignore) into <staging_root>/<user>/<yymmddHHMMSS>-<rand>-<sha>-code,
+     read-only, deduplicated by content so an unchanged re-stage copies nothing;
+  3. creates <logs_root>/<user>/<project>/<run id>/ with run.json and git.diff;
+  4. starts the command in the snapshot on every worker, detached from SSH:
+     Ctrl-C or a dropped connection never stops it. Each worker logs to
+     workerN.log and records its pid and exit code there;
+  5. tails every worker's log until all have ended (unless --detach).
+The job sees TPURUN_RUN_ID, TPURUN_LOG_DIR, TPURUN_WORKER, TPURUN_NUM_WORKERS.
+
+Examples:
+  tpurun stage -- python3 main.py --config=configs/tpu.py
+  tpurun stage --tag b1024 --tag lr=0.1 --env WANDB_MODE=offline -- python3 main.py
+  tpurun stage --detach --json -- python3 main.py | jq -r .run_id
+  tpurun logs RUN -f       # reattach          tpurun kill --run RUN    # stop)");
+  return cmd;
+}
+
+int run_stage(const StageOptions& o, Context& ctx) {
+  if (o.argv.empty()) throw UsageError("nothing to run: give the command after -- (see tpurun stage --help)");
+  const auto env = parse_env(o.env);
+  Target target = resolve_target(o.target, ctx);
+  require_roots(target.pod);
+  const std::string user = local_user(ctx.env);
+  const std::string project = project_name(std::filesystem::current_path());
+  LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+
+  if (o.dry_run) {
+    fmt::print(ctx.out, "dry run: nothing is staged, created or launched.\n");
+    fmt::print(ctx.out, "pod '{}': {} of {} workers\n", target.pod.name, target.workers.size(), target.pod.workers.size());
+    for (const Worker& w : target.workers) fmt::print(ctx.out, "  {}\n", w.display());
+    fmt::print(ctx.out, "snapshot of {} into {}/{}/<yymmddHHMMSS>-<rand>-<sha>-code\n",
+               std::filesystem::current_path().string(), target.pod.staging_root, user);
+    fmt::print(ctx.out, "log dir {}/{}/{}/{}\n", target.pod.logs_root, user, project,
+               make_run_id(std::chrono::system_clock::now(), "<rand>", target.pod.name, o.tags));
+    fmt::print(ctx.out, "command on each worker (in the snapshot, detached): {}\n", fmt::join(o.argv, " "));
+    for (const auto& [key, value] : env) fmt::print(ctx.out, "  env {}={}\n", key, value);
+    return 0;
+  }
+
+  auto transport = ctx.make_transport(target.pod);
+  StagedSnapshot staged = snapshot(target, user, ctx, printer);
+  printer.note(fmt::format("staged {} files ({}, {} reused) → {}", staged.files, human_bytes(staged.bytes),
+                           human_bytes(staged.bytes_reused), staged.dir));
+
+  const auto now = std::chrono::system_clock::now();
+  RunRecord record;
+  record.run_id = make_run_id(now, random_suffix(), target.pod.name, o.tags);
+  record.log_dir = create_log_dir(target.pod.logs_root, user, project, record.run_id);
+  record.user = user;
+  record.pod = target.pod.name;
+  record.project = project;
+  record.workers = target.workers;
+  record.command = o.argv;
+  record.env = env;
+  record.tags = o.tags;
+  record.staged_dir = staged.dir;
+  record.git_sha = staged.git.sha;
+  record.git_branch = staged.git.branch;
+  record.git_dirty = staged.git.dirty;
+  record.tree_hash = staged.tree_hash;
+  record.created_at = iso8601_utc(now);
+  write_run_record(record, staged.git.diff);
+  printer.note(fmt::format("run {} → {}", record.run_id, record.log_dir));
+
+  LaunchSpec spec{record.run_id, record.log_dir, staged.dir, o.argv, env,
+                  static_cast<int>(target.pod.workers.size())};
+  FanoutPlan plan;
+  plan.workers = target.workers;
+  plan.fanout = o.target.fanout;
+  plan.capture = true;
+  plan.command_for = [&spec](const Worker& w) { return launch_command(spec, w); };
+  auto launches = run_on_workers(plan, *transport, {}, ctx.cancel);
+
+  std::vector<Worker> running;
+  nlohmann::json json_workers = nlohmann::json::array();
+  for (WorkerOutcome& launch : launches) {
+    auto pid = launch.ok() ? parse_launched_pid(launch.out) : std::nullopt;
+    if (pid) running.push_back(launch.worker);
+    if (!pid && launch.exit()) {  // the launcher ran but failed: its stderr says why
+      std::string why = launch.err.empty() ? "the launcher failed" : launch.err;
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      launch.result = TransportError{ErrorKind::channel, "launch failed: " + why};
+    }
+    json_workers.push_back({{"worker", launch.worker.index}, {"host", launch.worker.host},
+                            {"pid", pid ? nlohmann::json(*pid) : nlohmann::json(nullptr)},
+                            {"error", launch.error() ? nlohmann::json(launch.error()->message) : nlohmann::json(nullptr)}});
+  }
+  if (running.size() < launches.size()) {
+    print_failure_summary(printer, launches);
+    if (!running.empty()) {
+      printer.note(fmt::format("the job runs on {} workers only; a multi-host job may wait for the missing ones. "
+                               "Stop it with: tpurun kill --run {}", running.size(), record.run_id));
+    }
+  } else {
+    printer.note(fmt::format("launched on {} workers (detached; Ctrl-C only stops following)", running.size()));
+  }
+
+  if (o.json) {
+    nlohmann::json doc{{"run_id", record.run_id}, {"staged_dir", staged.dir}, {"log_dir", record.log_dir},
+                       {"workers", json_workers}};
+    print_json(ctx.out, doc);
+  }
+  if (running.empty()) return 255;
+  if (o.detach || o.json) {
+    if (!o.json) printer.note(fmt::format("follow: tpurun logs {} -f   stop: tpurun kill --run {}", record.run_id, record.run_id));
+    return running.size() < launches.size() ? 255 : 0;
+  }
+  int code = follow_to_end(record.run_id, record.log_dir, running, printer, *transport, o.target.fanout, ctx);
+  return running.size() < launches.size() && code != 130 ? 255 : code;
+}
+
+}  // namespace tpurun::cli

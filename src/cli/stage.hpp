@@ -1,0 +1,26 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/context.hpp"
+#include "cli/target.hpp"
+
+namespace tpurun::cli {
+
+struct StageOptions {
+  TargetOptions target;
+  std::vector<std::string> tags;  // K=V or a bare word; appended to the run id
+  std::vector<std::string> env;   // K=V, exported to the job
+  bool detach = false;
+  bool json = false;
+  bool dry_run = false;
+  bool skip_preflight = false;
+  bool kill_previous = false;
+  std::vector<std::string> argv;  // after --
+};
+
+CLI::App* register_stage(CLI::App& app, StageOptions& options);
+int run_stage(const StageOptions& options, Context& ctx);
+
+}  // namespace tpurun::cli

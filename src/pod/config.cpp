@@ -1,0 +1,180 @@
+// parse_config: the schema of tpurun.json (see docs/config.md), checked key by
+// key so that every mistake is reported at its own file:line.
+#include "tpurun/config.hpp"
+
+#include <cmath>
+
+#include "config_node.hpp"
+#include "config_values.hpp"
+#include "jsonc.hpp"
+#include "tpurun/suggest.hpp"
+
+namespace tpurun {
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"default_pod", "pods"};
+const std::vector<std::string> kPodKeys = {"workers",   "gcloud",       "ssh",
+                                           "staging_root", "logs_root", "device_globs",
+                                           "stage_size_limit"};
+const std::vector<std::string> kSshKeys = {"user", "identity_file", "known_hosts",
+                                           "host_key_policy", "connect_timeout_s"};
+const std::vector<std::string> kGcloudKeys = {"name", "zone", "project", "internal_ip"};
+constexpr int kMaxConnectTimeout = 86400;
+
+// Pod names end up on command lines, in environment variables and in paths.
+bool valid_pod_name(const std::string& name) {
+  if (name.empty() || !std::isalnum(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+std::vector<Worker> read_workers(const ConfigNode& node) {
+  std::vector<Worker> workers;
+  for (const ConfigNode& item : node.elements()) {
+    auto address = parse_host_port(item.as_string());
+    if (!address) item.fail(address.error());
+    workers.push_back(Worker{static_cast<int>(workers.size()), address->host, address->port});
+  }
+  if (workers.empty()) node.fail("a pod needs at least one worker");
+  return workers;
+}
+
+GcloudSpec read_gcloud(const ConfigNode& node) {
+  node.allow_only(kGcloudKeys);
+  GcloudSpec spec;
+  spec.name = node.require("name").as_nonempty_string();
+  spec.zone = node.require("zone").as_nonempty_string();
+  if (auto project = node.get("project")) spec.project = project->as_nonempty_string();
+  if (auto internal = node.get("internal_ip")) spec.internal_ip = internal->as_bool();
+  return spec;
+}
+
+std::vector<std::string> read_known_hosts(const ConfigNode& node, const Environment& env) {
+  std::vector<std::string> files;
+  if (node.json().is_string()) {
+    files.push_back(expand_home(node.as_nonempty_string(), env));
+    return files;
+  }
+  if (!node.json().is_array()) node.fail("expected a file name or an array of them, found " + node.describe());
+  for (const ConfigNode& item : node.elements()) files.push_back(expand_home(item.as_nonempty_string(), env));
+  if (files.empty()) node.fail("list at least one known_hosts file");
+  return files;
+}
+
+void read_ssh(const ConfigNode& node, const Environment& env, SshSettings& ssh) {
+  node.allow_only(kSshKeys);
+  if (auto user = node.get("user")) ssh.user = user->as_nonempty_string();
+  // An explicit "" is allowed: it means ssh-agent, then the default keys.
+  if (auto identity = node.get("identity_file")) ssh.identity_file = expand_home(identity->as_string(), env);
+  if (auto known = node.get("known_hosts")) ssh.known_hosts = read_known_hosts(*known, env);
+  if (auto policy = node.get("host_key_policy")) {
+    std::string text = policy->as_string();
+    auto parsed = parse_host_key_policy(text);
+    if (!parsed) policy->fail("unknown policy '" + text + "'" + did_you_mean(text, {"strict", "accept-new", "off"}) +
+                              "; use strict, accept-new or off");
+    ssh.host_key_policy = *parsed;
+  }
+  if (auto timeout = node.get("connect_timeout_s")) {
+    std::int64_t seconds = timeout->as_integer();
+    if (seconds <= 0) timeout->fail("must be a positive number of seconds");
+    if (seconds > kMaxConnectTimeout) timeout->fail("must be at most " + std::to_string(kMaxConnectTimeout));
+    ssh.connect_timeout_s = static_cast<int>(seconds);
+  }
+}
+
+// Remote directories are used verbatim on every worker, where a relative
+// path or "~" would depend on each login's home directory.
+std::string read_remote_dir(const ConfigNode& node) {
+  std::string dir = node.as_nonempty_string();
+  if (dir.front() != '/') node.fail("must be an absolute path (it is used as-is on every worker)");
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+std::vector<std::string> read_device_globs(const ConfigNode& node) {
+  std::vector<std::string> globs;
+  for (const ConfigNode& item : node.elements()) {
+    std::string glob = item.as_nonempty_string();
+    if (glob.front() != '/') item.fail("must be an absolute path pattern such as \"/dev/accel*\"");
+    globs.push_back(glob);
+  }
+  // An empty list would make every TPU look free, and free TPUs get used.
+  if (globs.empty()) node.fail("list at least one device pattern");
+  return globs;
+}
+
+std::uint64_t read_byte_size(const ConfigNode& node) {
+  const auto& v = node.json();
+  std::optional<std::uint64_t> bytes;
+  if (v.is_number_unsigned()) {
+    bytes = v.get<std::uint64_t>();
+  } else if (v.is_number_integer()) {
+    if (v.get<std::int64_t>() >= 0) bytes = static_cast<std::uint64_t>(v.get<std::int64_t>());
+  } else if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (d >= 0 && d < 0x1p63 && std::floor(d) == d) bytes = static_cast<std::uint64_t>(d);
+  } else if (v.is_string()) {
+    bytes = parse_byte_size(v.get<std::string>());
+  }
+  if (!bytes) node.fail("expected a number of bytes or a size such as \"500MB\" or \"1GiB\", found " + node.describe());
+  if (*bytes == 0) node.fail("must be positive");
+  return *bytes;
+}
+
+PodConfig read_pod(const std::string& name, const ConfigNode& node, const Environment& env) {
+  node.allow_only(kPodKeys);
+  auto workers = node.get("workers");
+  auto gcloud = node.get("gcloud");
+  if (workers && gcloud) gcloud->fail("a pod has either \"workers\" or \"gcloud\", not both");
+  if (!workers && !gcloud) node.fail("missing \"workers\" (a list of hosts) or \"gcloud\" (a TPU VM to describe)");
+
+  PodConfig pod;
+  pod.name = name;
+  pod.ssh = default_ssh_settings(gcloud.has_value(), env);
+  if (workers) pod.workers = read_workers(*workers);
+  if (gcloud) pod.gcloud = read_gcloud(*gcloud);
+  if (auto ssh = node.get("ssh")) read_ssh(*ssh, env, pod.ssh);
+  pod.staging_root = read_remote_dir(node.require("staging_root"));
+  pod.logs_root = read_remote_dir(node.require("logs_root"));
+  if (auto globs = node.get("device_globs")) pod.device_globs = read_device_globs(*globs);
+  if (auto limit = node.get("stage_size_limit")) pod.stage_size_limit = read_byte_size(*limit);
+  return pod;
+}
+
+}  // namespace
+
+ConfigFile parse_config(const std::string& text, const std::string& path, const Environment& env) {
+  jsonc::Document doc = jsonc::parse(text, path);
+  ConfigSource source{path, std::move(doc.lines)};
+  ConfigNode root(doc.value, source);
+  if (!doc.value.is_object()) root.fail("the top level must be an object, found " + root.describe());
+  root.allow_only(kTopKeys);
+
+  ConfigFile config;
+  config.path = path;
+  ConfigNode pods = root.require("pods");
+  std::vector<std::string> names;
+  for (const auto& [name, node] : pods.members()) {
+    if (!valid_pod_name(name))
+      node.fail("pod names may contain only letters, digits, '.', '_' and '-', and start with a letter or digit");
+    config.pods.emplace(name, read_pod(name, node, env));
+    names.push_back(name);
+  }
+  if (names.empty()) pods.fail("no pods defined");
+
+  if (auto default_pod = root.get("default_pod")) {
+    config.default_pod = default_pod->as_nonempty_string();
+    if (!config.pods.count(config.default_pod)) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      default_pod->fail("no pod named '" + config.default_pod + "'" + did_you_mean(config.default_pod, names) +
+                        "; pods: " + list);
+    }
+  }
+  return config;
+}
+
+}  // namespace tpurun

@@ -1,0 +1,154 @@
+// From command-line flags to one pod with workers: where the config file is,
+// which pod is meant, and what gcloud says its workers are.
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config_values.hpp"
+#include "tpurun/config.hpp"
+#include "tpurun/suggest.hpp"
+
+namespace tpurun {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kLocalConfig = "tpurun.json";
+
+std::optional<std::string> user_config_path(const Environment& env) {
+  // The XDG spec says a relative XDG_CONFIG_HOME is invalid and is ignored.
+  auto xdg = env.get("XDG_CONFIG_HOME");
+  if (xdg && !xdg->empty() && xdg->front() == '/') return *xdg + "/tpurun/config.json";
+  auto home = env.get("HOME");
+  if (home && !home->empty()) return *home + "/.config/tpurun/config.json";
+  return std::nullopt;
+}
+
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in) throw ConfigError(path, 0, std::string("cannot read: ") + std::strerror(errno));
+  return text.str();
+}
+
+struct PodChoice {
+  std::string name;
+  std::string source;  // "--pod" or "TPURUN_POD", for messages
+};
+
+std::optional<PodChoice> requested_pod(const PodRequest& request, const Environment& env) {
+  if (request.pod) return PodChoice{*request.pod, "--pod"};
+  auto from_env = env.get("TPURUN_POD");
+  if (from_env && !from_env->empty()) return PodChoice{*from_env, "TPURUN_POD"};
+  return std::nullopt;
+}
+
+std::string choose_pod(const ConfigFile& config, const std::optional<PodChoice>& requested) {
+  std::vector<std::string> names;
+  for (const auto& entry : config.pods) names.push_back(entry.first);
+  if (requested) {
+    if (config.pods.count(requested->name)) return requested->name;
+    throw ConfigError(config.path, 0,
+                      "no pod named '" + requested->name + "' (from " + requested->source + ")" +
+                          did_you_mean(requested->name, names) + "; pods: " + join(names, ", "));
+  }
+  if (!config.default_pod.empty()) return config.default_pod;
+  if (names.size() == 1) return names.front();
+  throw ConfigError(config.path, 0,
+                    "several pods (" + join(names, ", ") +
+                        ") and none chosen: pass --pod NAME, set TPURUN_POD, or add \"default_pod\"");
+}
+
+PodConfig local_pod(const Environment& env) {
+  PodConfig pod;
+  pod.name = "local";
+  pod.local = true;
+  pod.workers = {Worker{0, "localhost", 22}};
+  pod.ssh = default_ssh_settings(false, env);
+  return pod;
+}
+
+std::vector<Worker> describe_workers(const PodConfig& pod, ProcessRunner& runner) {
+  std::vector<std::string> argv = gcloud_describe_argv(*pod.gcloud);
+  std::string command = join(argv, " ");
+  ProcessResult result = runner.run(argv);
+  std::string err = result.err;
+  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+  std::string prefix = "pod '" + pod.name + "': ";
+  if (result.exit_code == 127 && result.out.empty())
+    throw std::runtime_error(prefix + "cannot run gcloud; is the Google Cloud SDK installed and on PATH? " + err);
+  if (result.exit_code != 0)
+    throw std::runtime_error(prefix + "`" + command + "` failed (exit " + std::to_string(result.exit_code) +
+                             "):\n" + err);
+  try {
+    return parse_gcloud_describe(result.out, pod.gcloud->internal_ip);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(prefix + "`" + command + "`: " + e.what());
+  }
+}
+
+void apply_overrides(PodConfig& pod, const PodOverrides& overrides, const Environment& env) {
+  if (overrides.user) pod.ssh.user = *overrides.user;
+  if (overrides.identity_file) pod.ssh.identity_file = expand_home(*overrides.identity_file, env);
+  if (overrides.host_key_policy) pod.ssh.host_key_policy = *overrides.host_key_policy;
+  if (overrides.connect_timeout_s) pod.ssh.connect_timeout_s = *overrides.connect_timeout_s;
+}
+
+}  // namespace
+
+std::optional<std::string> find_config_file(const std::optional<std::string>& explicit_path,
+                                            const Environment& env) {
+  if (explicit_path) {
+    std::error_code ec;
+    auto status = fs::status(*explicit_path, ec);
+    if (!fs::exists(status)) throw ConfigError(*explicit_path, 0, "no such config file (given with --config)");
+    if (!fs::is_regular_file(status)) throw ConfigError(*explicit_path, 0, "not a regular file");
+    return *explicit_path;
+  }
+  if (is_file(kLocalConfig)) return std::string(kLocalConfig);
+  auto user_config = user_config_path(env);
+  if (user_config && is_file(*user_config)) return user_config;
+  return std::nullopt;
+}
+
+PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRunner& runner) {
+  auto path = find_config_file(request.config_path, env);
+  auto requested = requested_pod(request, env);
+  if (!path) {
+    if (requested) {
+      std::string looked = std::string("./") + kLocalConfig;
+      if (auto user_config = user_config_path(env)) looked += " and " + *user_config;
+      throw ConfigError("", 0,
+                        "pod '" + requested->name + "' requested (" + requested->source +
+                            ") but there is no config file; looked for " + looked);
+    }
+    PodConfig pod = local_pod(env);
+    apply_overrides(pod, request.overrides, env);
+    return pod;
+  }
+
+  ConfigFile config = parse_config(read_file(*path), *path, env);
+  PodConfig pod = config.pods.at(choose_pod(config, requested));
+  if (pod.gcloud) pod.workers = describe_workers(pod, runner);
+  apply_overrides(pod, request.overrides, env);
+  if (pod.ssh.user.empty())
+    throw ConfigError(*path, 0, "pod '" + pod.name + "': no SSH user; set \"ssh\": {\"user\": ...} or $USER");
+  return pod;
+}
+
+}  // namespace tpurun

@@ -1,0 +1,41 @@
+#include "tpurun/duration.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+#include "tpurun/worker_select.hpp"
+
+namespace tpurun {
+
+std::chrono::milliseconds parse_duration(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  const std::string number = text.substr(0, i), unit = text.substr(i);
+  double value = 0;
+  try {
+    size_t used = 0;
+    value = std::stod(number, &used);
+    if (used != number.size()) throw std::invalid_argument(number);
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("'{}' is not a duration (examples: 10s, 500ms, 5m, 2h, 14d)", text));
+  }
+  double ms_per_unit = 0;
+  if (unit.empty() || unit == "s") ms_per_unit = 1000;
+  else if (unit == "ms") ms_per_unit = 1;
+  else if (unit == "m" || unit == "min") ms_per_unit = 60e3;
+  else if (unit == "h") ms_per_unit = 3600e3;
+  else if (unit == "d") ms_per_unit = 86400e3;
+  else throw UsageError(fmt::format("'{}': unknown unit '{}' (use ms, s, m, h or d)", text, unit));
+  return std::chrono::milliseconds(static_cast<long long>(value * ms_per_unit));
+}
+
+std::string format_age(long long s) {
+  if (s < 0) s = 0;
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m", s / 60);
+  if (s < 86400) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  return fmt::format("{}d{:02}h", s / 86400, (s % 86400) / 3600);
+}
+
+}  // namespace tpurun

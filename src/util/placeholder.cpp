@@ -1,1 +1,0 @@
-// Keeps tpurun_core non-empty until the first real sources land.

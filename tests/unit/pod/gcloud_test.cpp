@@ -1,0 +1,175 @@
+// gcloud pods: which command tpurun runs, and how it reads the answer.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fakes/system_fakes.hpp"
+#include "fakes/temp_dir.hpp"
+#include "pod/gcloud_fixtures.hpp"
+#include "tpurun/config.hpp"
+
+namespace tpurun {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using namespace tpurun::testing;
+
+std::vector<std::string> hosts(const std::vector<Worker>& workers) {
+  std::vector<std::string> out;
+  for (const auto& w : workers) out.push_back(w.host);
+  return out;
+}
+
+std::string describe_error(const std::string& json, bool internal_ip) {
+  try {
+    parse_gcloud_describe(json, internal_ip);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(GcloudDescribeTest, WorkersAreTheEndpointsInOrder) {
+  // given a v4-32 whose internal IPs are not in sorted order
+  std::vector<Worker> workers = parse_gcloud_describe(kDescribeV4_32, true);
+  // then worker i is networkEndpoints[i], on the SSH port (not the endpoint's 8470)
+  EXPECT_THAT(hosts(workers), ElementsAre("10.130.0.12", "10.130.0.9", "10.130.0.11", "10.130.0.10"));
+  for (size_t i = 0; i < workers.size(); ++i) {
+    EXPECT_EQ(workers[i].index, static_cast<int>(i));
+    EXPECT_EQ(workers[i].port, 22);
+  }
+}
+
+TEST(GcloudDescribeTest, ExternalIpsWhenAsked) {
+  EXPECT_THAT(hosts(parse_gcloud_describe(kDescribeV4_32, false)),
+              ElementsAre("35.186.10.1", "35.186.10.2", "35.186.10.3", "35.186.10.4"));
+}
+
+TEST(GcloudDescribeTest, CountsEndpointsNotTheAcceleratorName) {
+  // given "v4-32" but a single endpoint, the endpoint count is what is real
+  std::string one = R"({"acceleratorType": "v4-32", "networkEndpoints": [{"ipAddress": "10.0.0.1"}]})";
+  EXPECT_EQ(parse_gcloud_describe(one, true).size(), 1u);
+}
+
+TEST(GcloudDescribeTest, MissingExternalIpExplainsInternalIps) {
+  EXPECT_THAT(describe_error(kDescribeInternalOnly, false),
+              HasSubstr("worker 0 has no external IP (networkEndpoints[0].accessConfig.externalIp)"));
+  EXPECT_THAT(describe_error(kDescribeInternalOnly, false), HasSubstr("\"internal_ip\": true"));
+  EXPECT_THAT(hosts(parse_gcloud_describe(kDescribeInternalOnly, true)), ElementsAre("10.0.0.2"));
+}
+
+TEST(GcloudDescribeTest, MissingInternalIpIsAnError) {
+  EXPECT_EQ(describe_error(R"({"networkEndpoints": [{"ipAddress": "10.0.0.1"}, {"port": 8470}]})", true),
+            "worker 1 has no internal IP (networkEndpoints[1].ipAddress)");
+}
+
+TEST(GcloudDescribeTest, NoEndpointsMentionsTheState) {
+  EXPECT_EQ(describe_error(kDescribeCreating, true), "the TPU VM lists no network endpoints (state: CREATING)");
+  EXPECT_EQ(describe_error(R"({"networkEndpoints": []})", true), "the TPU VM lists no network endpoints");
+}
+
+TEST(GcloudDescribeTest, MalformedOutputIsAnErrorNotACrash) {
+  for (const char* bad : {"", "not json", "[]", "null", R"({"networkEndpoints": 3})",
+                          R"({"networkEndpoints": [3]})", R"({"networkEndpoints": [{"ipAddress": 3}]})",
+                          R"({"networkEndpoints": [{"accessConfig": 3}]})", R"({"state": 5})"}) {
+    EXPECT_THROW(parse_gcloud_describe(bad, true), std::runtime_error) << bad;
+    EXPECT_THROW(parse_gcloud_describe(bad, false), std::runtime_error) << bad;
+  }
+}
+
+TEST(GcloudDescribeTest, CommandIncludesProjectOnlyWhenSet) {
+  GcloudSpec spec{"kmh-tpuvm-v4-32-1", "us-central2-b", "", true};
+  EXPECT_THAT(gcloud_describe_argv(spec), ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe",
+                                                      "kmh-tpuvm-v4-32-1", "--zone", "us-central2-b",
+                                                      "--format=json"));
+  spec.project = "my-proj";
+  EXPECT_THAT(gcloud_describe_argv(spec),
+              ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe", "kmh-tpuvm-v4-32-1", "--zone",
+                          "us-central2-b", "--project", "my-proj", "--format=json"));
+}
+
+class GcloudPodLoadTest : public ::testing::Test {
+ protected:
+  GcloudPodLoadTest()
+      : cwd_(temp_.path()), env_(std::map<std::string, std::string>{{"HOME", "/home/alice"}, {"USER", "alice"}}) {
+    temp_.write("tpurun.json", R"({
+      // a v4-32 slice, described by gcloud on every run
+      "pods": { "v4-32": {
+        "gcloud": { "name": "kmh-tpuvm-v4-32-1", "zone": "us-central2-b", "project": "my-proj" },
+        "staging_root": "/mnt/nfs/staging", "logs_root": "/mnt/nfs/logs" } } })");
+  }
+
+  // what() of the error load_pod throws; gcloud trouble is never a ConfigError,
+  // whose "file:line" would send the user looking in the wrong place.
+  std::string load_error() {
+    try {
+      load_pod({}, env_, runner_);
+    } catch (const ConfigError& e) {
+      return std::string("(ConfigError) ") + e.what();
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+
+  TempDir temp_;
+  ScopedChdir cwd_;
+  FakeEnvironment env_;
+  FakeProcessRunner runner_;
+};
+
+TEST_F(GcloudPodLoadTest, RunsDescribeAndUsesItsEndpoints) {
+  // given gcloud answering with the v4-32 description
+  runner_.next = {0, kDescribeV4_32, ""};
+  // when the pod is loaded
+  PodConfig pod = load_pod({}, env_, runner_);
+  // then exactly one describe command ran, with the config's name, zone and project
+  ASSERT_EQ(runner_.calls.size(), 1u);
+  EXPECT_THAT(runner_.calls[0].argv,
+              ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe", "kmh-tpuvm-v4-32-1", "--zone",
+                          "us-central2-b", "--project", "my-proj", "--format=json"));
+  EXPECT_EQ(runner_.calls[0].stdin_data, "");
+  // and the pod has the four workers, with gcloud's SSH defaults
+  EXPECT_THAT(hosts(pod.workers), ElementsAre("10.130.0.12", "10.130.0.9", "10.130.0.11", "10.130.0.10"));
+  EXPECT_EQ(pod.ssh.identity_file, "/home/alice/.ssh/google_compute_engine");
+  EXPECT_FALSE(pod.local);
+}
+
+TEST_F(GcloudPodLoadTest, FailingGcloudShowsItsOwnStderr) {
+  // given gcloud failing the way it does for a wrong name
+  runner_.next = {1, "",
+                  "ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: Resource "
+                  "'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found\n"};
+  // then the error names the pod and command, and carries gcloud's message verbatim
+  EXPECT_EQ(load_error(),
+            "pod 'v4-32': `gcloud compute tpus tpu-vm describe kmh-tpuvm-v4-32-1 --zone us-central2-b --project "
+            "my-proj --format=json` failed (exit 1):\nERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: "
+            "Resource 'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found");
+}
+
+TEST_F(GcloudPodLoadTest, MissingGcloudSuggestsInstallingIt) {
+  runner_.next = {127, "", "tpurun: cannot run gcloud: No such file or directory\n"};
+  EXPECT_EQ(load_error(),
+            "pod 'v4-32': cannot run gcloud; is the Google Cloud SDK installed and on PATH? "
+            "tpurun: cannot run gcloud: No such file or directory");
+}
+
+TEST_F(GcloudPodLoadTest, UnreadableDescriptionNamesThePod) {
+  runner_.next = {0, kDescribeCreating, ""};
+  EXPECT_THAT(load_error(), HasSubstr("pod 'v4-32': `gcloud compute tpus tpu-vm describe"));
+  EXPECT_THAT(load_error(), HasSubstr("`: the TPU VM lists no network endpoints (state: CREATING)"));
+}
+
+TEST_F(GcloudPodLoadTest, OverridesApplyAfterDescribe) {
+  runner_.next = {0, kDescribeV4_32, ""};
+  PodRequest request;
+  request.overrides.identity_file = "/keys/tpu";
+  request.overrides.host_key_policy = HostKeyPolicy::strict;
+  PodConfig pod = load_pod(request, env_, runner_);
+  EXPECT_EQ(pod.ssh.identity_file, "/keys/tpu");
+  EXPECT_EQ(pod.ssh.host_key_policy, HostKeyPolicy::strict);
+  EXPECT_EQ(pod.workers.size(), 4u);
+}
+
+}  // namespace
+}  // namespace tpurun
