@@ -39,6 +39,11 @@ struct KillPlan {
 // uid. The scanning shell and its ancestors are never targets.
 KillPlan plan_kill(const LockScan& scan, const KillOptions& options);
 
+// The remote command that carries out a plan: SIGTERM, up to grace_ms for
+// the victims to exit, SIGKILL for the rest. Runs as the login user unless
+// the plan needs root (--force).
+RemoteCommand build_kill_command(const KillPlan& plan, int grace_ms);
+
 struct CleanupPlan {
   bool remove_lockfile = false;
   std::uint64_t lock_inode = 0;  // removed only if the file is still this one

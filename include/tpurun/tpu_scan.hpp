@@ -110,7 +110,4 @@ std::vector<WorkerScanResult> scan_workers(const std::vector<Worker>& workers, T
                                            int fanout, const CancelToken& cancel,
                                            const std::vector<std::string>& device_globs);
 
-// "2h13m", "5m02s", "41s", "3d04h".
-std::string format_age(long seconds);
-
 }  // namespace tpurun

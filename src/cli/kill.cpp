@@ -5,29 +5,21 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <ctime>
 
+#include "cli/identity.hpp"
 #include "cli/kill_audit.hpp"
 #include "cli/report.hpp"
+#include "tpurun/duration.hpp"
 #include "tpurun/printer.hpp"
 #include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
 
 int parse_grace(const std::string& text) {
-  size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-  }
-  const std::string unit = text.substr(used);
-  double scale = unit == "ms" ? 1 : unit == "s" || unit.empty() ? 1000 : unit == "m" ? 60000 : -1;
-  if (value < 0 || scale < 0 || !std::isfinite(value) || value * scale > 3600e3) {
-    throw UsageError(fmt::format("--grace {}: want a duration up to 1h like 10s, 500ms or 2m", text));
-  }
-  return static_cast<int>(std::lround(value * scale));
+  const auto ms = parse_duration(text).count();
+  if (ms > 24 * 3600 * 1000LL) throw UsageError(fmt::format("--grace {}: at most 24h", text));
+  return static_cast<int>(ms);
 }
 
 CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
@@ -88,7 +80,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     if (target.pod.logs_root.empty()) {
       printer.note("no logs_root in the pod's config: this --force is not recorded in an audit log");
     } else {
-      audit.emplace(target.pod.logs_root + "/tpurun-audit.log", ctx.env.get("USER").value_or(""),
+      audit.emplace(target.pod.logs_root + "/tpurun-audit.log", local_user(ctx.env),
                     [] { return std::time(nullptr); });
     }
     request.before_signal = [&](const Worker& worker, const LockScan& scan,

@@ -23,7 +23,7 @@ struct KillCommandOptions {
 CLI::App* register_kill(CLI::App& app, KillCommandOptions& options);
 int run_kill(const KillCommandOptions& options, Context& ctx);
 
-// "10s", "2.5s", "500ms", "1m", "10" (seconds) -> milliseconds. Throws UsageError.
+// --grace in milliseconds ("10s", "500ms", "1m"; at most 24h). Throws UsageError.
 int parse_grace(const std::string& text);
 
 // What happened (or, for a dry run, would happen) on each worker, then the

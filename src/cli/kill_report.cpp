@@ -7,6 +7,7 @@
 #include "cli/kill.hpp"
 #include "cli/status.hpp"
 #include "cli/tpu_view.hpp"
+#include "tpurun/duration.hpp"
 
 namespace tpurun::cli {
 namespace {

@@ -23,11 +23,11 @@ std::string worker_arg(const std::vector<int>& indices) {
   return set.rfind("w[", 0) == 0 ? set.substr(2, set.size() - 3) : set.substr(1);
 }
 
-std::string jobs_summary(const std::vector<HolderJob>& jobs, size_t width) {
+std::string jobs_summary(const std::vector<HolderJob>& jobs, size_t width, bool with_user) {
   std::vector<std::string> parts;
   for (const HolderJob& job : jobs) {
     std::string run = job.leader.run_id ? " [run " + *job.leader.run_id + "]" : "";
-    std::string part = fmt::format("{}: {}{}", job.leader.user, truncate_text(job.leader.command, width), run);
+    std::string part = (with_user ? job.leader.user + ": " : "") + truncate_text(job.leader.command, width) + run;
     if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
   }
   return fmt::format("{}", fmt::join(parts, "; "));
@@ -44,9 +44,9 @@ std::string row_detail(const WorkerScanResult& r) {
     case TpuState::busy_other:
       if (others.empty()) return fmt::format("the libtpu lock is held by pid {}, which could not be inspected",
                                              s.lockfile.holder_pid.value_or(0));
-      return jobs_summary(holder_jobs(others), 36);
+      return jobs_summary(holder_jobs(others), 40, true);
     case TpuState::busy_self:
-      return "yours: " + jobs_summary(holder_jobs(mine), 36);
+      return "yours: " + jobs_summary(holder_jobs(mine), 40, false);
     case TpuState::stale_lock:
       return fmt::format("{} left by {}; no process holds the TPU{}", kLibtpuLockfile, lock_owner,
                          s.lockfile.owner && s.lockfile.owner->uid == s.caller_uid ? " (yours: blocks others, not you)"

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tpurun/duration.hpp"
+
 #include <algorithm>
 #include <map>
 

@@ -10,7 +10,6 @@
 #include "tpurun/tpu_kill.hpp"
 
 namespace tpurun {
-namespace {
 
 RemoteCommand build_kill_command(const KillPlan& plan, int grace_ms) {
   std::vector<std::string> args{std::to_string(std::max(0, grace_ms) / 10)};
@@ -23,6 +22,8 @@ RemoteCommand build_kill_command(const KillPlan& plan, int grace_ms) {
   const auto privilege = plan.needs_root ? tpu::Privilege::root : tpu::Privilege::login_user;
   return {tpu::script_command_line(privilege, args), tpu::kill_script()};
 }
+
+namespace {
 
 // Reads TPURUN-KILL 1 into the report. False when the script did not finish.
 bool read_kill_output(const std::string& out, WorkerKill& report) {

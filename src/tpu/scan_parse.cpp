@@ -91,6 +91,7 @@ class ScanParser {
     size_t n = static_cast<size_t>(header - lines.begin()) + 1;
     for (; n < lines.size(); ++n) {
       if (lines[n] == "end") return finish();
+      if (lines[n].empty()) continue;
       if (auto error = record(lines[n]); !error.empty()) return fail(n + 1, error);
     }
     return fail(0, "the scan's output ended early (no 'end' line): the scan was cut off");

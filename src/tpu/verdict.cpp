@@ -2,8 +2,6 @@
 // signal of use; the lockfile only tells who held it last. Without root,
 // other users' open files are invisible, so an unprivileged scan can prove
 // "busy" but never "free".
-#include <fmt/format.h>
-
 #include "tpurun/tpu_scan.hpp"
 
 namespace tpurun {
@@ -41,14 +39,6 @@ TpuState decide(const LockScan& scan) {
   if (!scan.privileged || scan.denied > 0) return TpuState::partial;
   if (lock.exists) return TpuState::stale_lock;
   return TpuState::free;
-}
-
-std::string format_age(long s) {
-  if (s < 0) s = 0;
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
-  if (s < 86400) return fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60);
-  return fmt::format("{}d{:02}h", s / 86400, s % 86400 / 3600);
 }
 
 }  // namespace tpurun
