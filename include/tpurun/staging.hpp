@@ -22,6 +22,7 @@ struct SnapshotRequest {
   std::string stat_cache_dir;  // local cache of (path,size,mtime,inode) -> hash; empty: no cache
   std::chrono::system_clock::time_point now;
   std::function<std::string()> random_suffix;  // 6 chars [a-z0-9]; injected for tests
+  unsigned threads = 0;  // threads placing files; 0: min(2, cores)
 };
 
 struct SnapshotProgress {
@@ -49,6 +50,7 @@ struct StagedSnapshot {
   std::uint64_t bytes = 0;
   std::uint64_t bytes_reused = 0;
   std::size_t files_read = 0;  // files whose content had to be read (stat cache misses)
+  std::vector<std::string> notes;  // what was skipped and why (submodules, special files, cache trouble)
 };
 
 struct StageError {
@@ -74,12 +76,16 @@ struct GcRequest {
 
 struct GcReport {
   std::vector<std::string> snapshots_removed;  // (or that would be, with dry_run)
+  std::vector<std::string> temps_removed;      // leftovers of interrupted stagings (.tmp-*, .objects/tmp/*)
   std::size_t objects_removed = 0;
   std::uint64_t bytes_freed = 0;
   std::vector<std::string> errors;
 };
 
-// Removes the user's snapshots older than the cutoff, then objects nothing links to.
+// Removes the user's snapshots older than the cutoff (by the newer of the
+// directory's mtime and the time in its name), temp dirs of stagings that
+// died over an hour ago, then objects nothing links to. Never follows a
+// symlink, never leaves <staging_root>/<user>.
 GcReport collect_garbage(const GcRequest& request);
 
 }  // namespace tpurun

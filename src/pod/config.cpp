@@ -14,9 +14,8 @@ namespace tpurun {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"default_pod", "pods"};
-const std::vector<std::string> kPodKeys = {"workers",   "gcloud",       "ssh",
-                                           "staging_root", "logs_root", "device_globs",
-                                           "stage_size_limit"};
+const std::vector<std::string> kPodKeys = {
+    "workers", "gcloud", "ssh", "staging_root", "logs_root", "device_globs", "stage_size_limit"};
 const std::vector<std::string> kSshKeys = {"user", "identity_file", "known_hosts",
                                            "host_key_policy", "connect_timeout_s"};
 const std::vector<std::string> kGcloudKeys = {"name", "zone", "project", "internal_ip"};
@@ -26,7 +25,8 @@ constexpr int kMaxConnectTimeout = 86400;
 bool valid_pod_name(const std::string& name) {
   if (name.empty() || !std::isalnum(static_cast<unsigned char>(name[0]))) return false;
   for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+      return false;
   }
   return true;
 }
@@ -58,8 +58,10 @@ std::vector<std::string> read_known_hosts(const ConfigNode& node, const Environm
     files.push_back(expand_home(node.as_nonempty_string(), env));
     return files;
   }
-  if (!node.json().is_array()) node.fail("expected a file name or an array of them, found " + node.describe());
-  for (const ConfigNode& item : node.elements()) files.push_back(expand_home(item.as_nonempty_string(), env));
+  if (!node.json().is_array())
+    node.fail("expected a file name or an array of them, found " + node.describe());
+  for (const ConfigNode& item : node.elements())
+    files.push_back(expand_home(item.as_nonempty_string(), env));
   if (files.empty()) node.fail("list at least one known_hosts file");
   return files;
 }
@@ -68,19 +70,23 @@ void read_ssh(const ConfigNode& node, const Environment& env, SshSettings& ssh) 
   node.allow_only(kSshKeys);
   if (auto user = node.get("user")) ssh.user = user->as_nonempty_string();
   // An explicit "" is allowed: it means ssh-agent, then the default keys.
-  if (auto identity = node.get("identity_file")) ssh.identity_file = expand_home(identity->as_string(), env);
+  if (auto identity = node.get("identity_file"))
+    ssh.identity_file = expand_home(identity->as_string(), env);
   if (auto known = node.get("known_hosts")) ssh.known_hosts = read_known_hosts(*known, env);
   if (auto policy = node.get("host_key_policy")) {
     std::string text = policy->as_string();
     auto parsed = parse_host_key_policy(text);
-    if (!parsed) policy->fail("unknown policy '" + text + "'" + did_you_mean(text, {"strict", "accept-new", "off"}) +
-                              "; use strict, accept-new or off");
+    if (!parsed)
+      policy->fail("unknown policy '" + text + "'" +
+                   did_you_mean(text, {"strict", "accept-new", "off"}) +
+                   "; use strict, accept-new or off");
     ssh.host_key_policy = *parsed;
   }
   if (auto timeout = node.get("connect_timeout_s")) {
     std::int64_t seconds = timeout->as_integer();
     if (seconds <= 0) timeout->fail("must be a positive number of seconds");
-    if (seconds > kMaxConnectTimeout) timeout->fail("must be at most " + std::to_string(kMaxConnectTimeout));
+    if (seconds > kMaxConnectTimeout)
+      timeout->fail("must be at most " + std::to_string(kMaxConnectTimeout));
     ssh.connect_timeout_s = static_cast<int>(seconds);
   }
 }
@@ -119,7 +125,9 @@ std::uint64_t read_byte_size(const ConfigNode& node) {
   } else if (v.is_string()) {
     bytes = parse_byte_size(v.get<std::string>());
   }
-  if (!bytes) node.fail("expected a number of bytes or a size such as \"500MB\" or \"1GiB\", found " + node.describe());
+  if (!bytes)
+    node.fail("expected a number of bytes or a size such as \"500MB\" or \"1GiB\", found " +
+              node.describe());
   if (*bytes == 0) node.fail("must be positive");
   return *bytes;
 }
@@ -129,7 +137,8 @@ PodConfig read_pod(const std::string& name, const ConfigNode& node, const Enviro
   auto workers = node.get("workers");
   auto gcloud = node.get("gcloud");
   if (workers && gcloud) gcloud->fail("a pod has either \"workers\" or \"gcloud\", not both");
-  if (!workers && !gcloud) node.fail("missing \"workers\" (a list of hosts) or \"gcloud\" (a TPU VM to describe)");
+  if (!workers && !gcloud)
+    node.fail("missing \"workers\" (a list of hosts) or \"gcloud\" (a TPU VM to describe)");
 
   PodConfig pod;
   pod.name = name;
@@ -150,7 +159,8 @@ ConfigFile parse_config(const std::string& text, const std::string& path, const 
   jsonc::Document doc = jsonc::parse(text, path);
   ConfigSource source{path, std::move(doc.lines)};
   ConfigNode root(doc.value, source);
-  if (!doc.value.is_object()) root.fail("the top level must be an object, found " + root.describe());
+  if (!doc.value.is_object())
+    root.fail("the top level must be an object, found " + root.describe());
   root.allow_only(kTopKeys);
 
   ConfigFile config;
@@ -159,7 +169,9 @@ ConfigFile parse_config(const std::string& text, const std::string& path, const 
   std::vector<std::string> names;
   for (const auto& [name, node] : pods.members()) {
     if (!valid_pod_name(name))
-      node.fail("pod names may contain only letters, digits, '.', '_' and '-', and start with a letter or digit");
+      node.fail(
+          "pod names may contain only letters, digits, '.', '_' and '-', and start with a letter "
+          "or digit");
     config.pods.emplace(name, read_pod(name, node, env));
     names.push_back(name);
   }
@@ -170,8 +182,8 @@ ConfigFile parse_config(const std::string& text, const std::string& path, const 
     if (!config.pods.count(config.default_pod)) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      default_pod->fail("no pod named '" + config.default_pod + "'" + did_you_mean(config.default_pod, names) +
-                        "; pods: " + list);
+      default_pod->fail("no pod named '" + config.default_pod + "'" +
+                        did_you_mean(config.default_pod, names) + "; pods: " + list);
     }
   }
   return config;

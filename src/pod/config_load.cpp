@@ -69,9 +69,10 @@ std::string choose_pod(const ConfigFile& config, const std::optional<PodChoice>&
   }
   if (!config.default_pod.empty()) return config.default_pod;
   if (names.size() == 1) return names.front();
-  throw ConfigError(config.path, 0,
-                    "several pods (" + join(names, ", ") +
-                        ") and none chosen: pass --pod NAME, set TPURUN_POD, or add \"default_pod\"");
+  throw ConfigError(
+      config.path, 0,
+      "several pods (" + join(names, ", ") +
+          ") and none chosen: pass --pod NAME, set TPURUN_POD, or add \"default_pod\"");
 }
 
 PodConfig local_pod(const Environment& env) {
@@ -91,10 +92,11 @@ std::vector<Worker> describe_workers(const PodConfig& pod, ProcessRunner& runner
   while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   std::string prefix = "pod '" + pod.name + "': ";
   if (result.exit_code == 127 && result.out.empty())
-    throw std::runtime_error(prefix + "cannot run gcloud; is the Google Cloud SDK installed and on PATH? " + err);
+    throw std::runtime_error(
+        prefix + "cannot run gcloud; is the Google Cloud SDK installed and on PATH? " + err);
   if (result.exit_code != 0)
-    throw std::runtime_error(prefix + "`" + command + "` failed (exit " + std::to_string(result.exit_code) +
-                             "):\n" + err);
+    throw std::runtime_error(prefix + "`" + command + "` failed (exit " +
+                             std::to_string(result.exit_code) + "):\n" + err);
   try {
     return parse_gcloud_describe(result.out, pod.gcloud->internal_ip);
   } catch (const std::runtime_error& e) {
@@ -116,7 +118,8 @@ std::optional<std::string> find_config_file(const std::optional<std::string>& ex
   if (explicit_path) {
     std::error_code ec;
     auto status = fs::status(*explicit_path, ec);
-    if (!fs::exists(status)) throw ConfigError(*explicit_path, 0, "no such config file (given with --config)");
+    if (!fs::exists(status))
+      throw ConfigError(*explicit_path, 0, "no such config file (given with --config)");
     if (!fs::is_regular_file(status)) throw ConfigError(*explicit_path, 0, "not a regular file");
     return *explicit_path;
   }
@@ -147,7 +150,8 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   if (pod.gcloud) pod.workers = describe_workers(pod, runner);
   apply_overrides(pod, request.overrides, env);
   if (pod.ssh.user.empty())
-    throw ConfigError(*path, 0, "pod '" + pod.name + "': no SSH user; set \"ssh\": {\"user\": ...} or $USER");
+    throw ConfigError(*path, 0,
+                      "pod '" + pod.name + "': no SSH user; set \"ssh\": {\"user\": ...} or $USER");
   return pod;
 }
 

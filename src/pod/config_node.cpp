@@ -13,7 +13,10 @@ ConfigNode::ConfigNode(const nlohmann::json& value, const ConfigSource& source)
 
 ConfigNode::ConfigNode(const nlohmann::json& value, std::string pointer, std::string key_path,
                        const ConfigSource& source)
-    : value_(&value), pointer_(std::move(pointer)), key_path_(std::move(key_path)), source_(&source) {}
+    : value_(&value),
+      pointer_(std::move(pointer)),
+      key_path_(std::move(key_path)),
+      source_(&source) {}
 
 int ConfigNode::line() const {
   auto it = source_->lines.find(pointer_);
@@ -21,7 +24,8 @@ int ConfigNode::line() const {
 }
 
 void ConfigNode::fail(const std::string& message) const {
-  throw ConfigError(source_->file, line(), key_path_.empty() ? message : key_path_ + ": " + message);
+  throw ConfigError(source_->file, line(),
+                    key_path_.empty() ? message : key_path_ + ": " + message);
 }
 
 ConfigNode ConfigNode::child(const std::string& key) const {
@@ -96,7 +100,8 @@ bool ConfigNode::as_bool() const {
 }
 
 std::int64_t ConfigNode::as_integer() const {
-  if (value_->is_number_integer() && !value_->is_number_unsigned()) return value_->get<std::int64_t>();
+  if (value_->is_number_integer() && !value_->is_number_unsigned())
+    return value_->get<std::int64_t>();
   if (value_->is_number_unsigned()) {
     auto u = value_->get<std::uint64_t>();
     if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))

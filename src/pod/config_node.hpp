@@ -2,12 +2,11 @@
 // A view of one value in a parsed config file that remembers where it came
 // from, so every complaint can start with "file:line: pods.sim.ssh.user:".
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "jsonc.hpp"
 

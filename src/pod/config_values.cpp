@@ -30,7 +30,8 @@ std::string lowercase(std::string_view s) {
 
 Result<int, std::string> parse_port(std::string_view text) {
   int port = 0;
-  if (!all_digits(text) || text.size() > 5 || (port = std::stoi(std::string(text))) < 1 || port > 65535)
+  if (!all_digits(text) || text.size() > 5 || (port = std::stoi(std::string(text))) < 1 ||
+      port > 65535)
     return unexpected("port '" + std::string(text) + "' is not a number from 1 to 65535");
   return port;
 }
@@ -68,9 +69,12 @@ std::optional<HostKeyPolicy> parse_host_key_policy(const std::string& s) {
 
 const char* to_string(HostKeyPolicy p) {
   switch (p) {
-    case HostKeyPolicy::strict: return "strict";
-    case HostKeyPolicy::accept_new: return "accept-new";
-    case HostKeyPolicy::off: return "off";
+    case HostKeyPolicy::strict:
+      return "strict";
+    case HostKeyPolicy::accept_new:
+      return "accept-new";
+    case HostKeyPolicy::off:
+      return "off";
   }
   return "?";
 }
@@ -81,8 +85,8 @@ std::optional<std::uint64_t> parse_byte_size(const std::string& s) {
   while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
   while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
   size_t number_end = 0;
-  while (number_end < text.size() && (std::isdigit(static_cast<unsigned char>(text[number_end])) ||
-                                      text[number_end] == '.'))
+  while (number_end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[number_end])) || text[number_end] == '.'))
     ++number_end;
   std::string_view number = text.substr(0, number_end);
   std::string_view unit = text.substr(number_end);
@@ -95,11 +99,11 @@ std::optional<std::uint64_t> parse_byte_size(const std::string& s) {
     return bytes;
   }
   static const std::pair<const char*, double> units[] = {
-      {"", 1},        {"b", 1},           {"kb", 1e3},        {"mb", 1e6},
-      {"gb", 1e9},    {"tb", 1e12},       {"kib", 0x1p10},    {"mib", 0x1p20},
-      {"gib", 0x1p30}, {"tib", 0x1p40}};
+      {"", 1},      {"b", 1},        {"kb", 1e3},     {"mb", 1e6},     {"gb", 1e9},
+      {"tb", 1e12}, {"kib", 0x1p10}, {"mib", 0x1p20}, {"gib", 0x1p30}, {"tib", 0x1p40}};
   std::string u = lowercase(unit);
-  auto it = std::find_if(std::begin(units), std::end(units), [&](const auto& p) { return u == p.first; });
+  auto it =
+      std::find_if(std::begin(units), std::end(units), [&](const auto& p) { return u == p.first; });
   if (it == std::end(units)) return std::nullopt;
   // A fraction needs digits on both sides of the point: "1.5GiB", not "1.GiB" or ".5GiB".
   size_t dot = number.find('.');
@@ -123,7 +127,8 @@ Result<HostPort, std::string> parse_host_port(std::string_view text) {
   bool ipv6 = text.front() == '[';
   if (ipv6) {
     size_t close = text.find(']');
-    if (close == std::string_view::npos) return unexpected(std::string("missing ']' after IPv6 address"));
+    if (close == std::string_view::npos)
+      return unexpected(std::string("missing ']' after IPv6 address"));
     hp.host = std::string(text.substr(1, close - 1));
     std::string_view rest = text.substr(close + 1);
     if (!rest.empty() && rest.front() != ':')

@@ -18,7 +18,7 @@ std::string string_field(const nlohmann::json& object, const char* key) {
 }  // namespace
 
 std::vector<std::string> gcloud_describe_argv(const GcloudSpec& spec) {
-  std::vector<std::string> argv = {"gcloud", "compute", "tpus",     "tpu-vm",
+  std::vector<std::string> argv = {"gcloud",   "compute", "tpus",   "tpu-vm",
                                    "describe", spec.name, "--zone", spec.zone};
   if (!spec.project.empty()) {
     argv.push_back("--project");
@@ -49,13 +49,18 @@ std::vector<Worker> parse_gcloud_describe(const std::string& json_text, bool int
     std::string ip;
     if (internal_ip) {
       ip = string_field(endpoint, "ipAddress");
-      if (ip.empty()) throw std::runtime_error("worker " + std::to_string(index) + " has no internal IP (" + where + ".ipAddress)");
-    } else {
-      ip = endpoint.is_object() ? string_field(endpoint.value("accessConfig", nlohmann::json()), "externalIp") : "";
       if (ip.empty())
-        throw std::runtime_error("worker " + std::to_string(index) + " has no external IP (" + where +
-                                 ".accessConfig.externalIp); TPU VMs created with --internal-ips have none,"
-                                 " so set \"internal_ip\": true and connect from inside the VPC");
+        throw std::runtime_error("worker " + std::to_string(index) + " has no internal IP (" +
+                                 where + ".ipAddress)");
+    } else {
+      ip = endpoint.is_object()
+               ? string_field(endpoint.value("accessConfig", nlohmann::json()), "externalIp")
+               : "";
+      if (ip.empty())
+        throw std::runtime_error(
+            "worker " + std::to_string(index) + " has no external IP (" + where +
+            ".accessConfig.externalIp); TPU VMs created with --internal-ips have none,"
+            " so set \"internal_ip\": true and connect from inside the VPC");
     }
     workers.push_back(Worker{index, ip, 22});
   }

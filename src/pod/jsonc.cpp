@@ -13,9 +13,12 @@ namespace tpurun::jsonc {
 std::string pointer_segment(std::string_view key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -234,8 +237,6 @@ class Parser {
 
 }  // namespace
 
-Document parse(std::string_view text, const std::string& path) {
-  return Parser(text, path).run();
-}
+Document parse(std::string_view text, const std::string& path) { return Parser(text, path).run(); }
 
 }  // namespace tpurun::jsonc

@@ -3,10 +3,9 @@
 // parse the comments too, but it forgets where each value was, and config
 // errors must point at file:line.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace tpurun::jsonc {
 

@@ -70,21 +70,17 @@ long hex4(std::string_view text, std::size_t i) {
 // with `error` set.
 std::size_t unescape(std::string_view text, std::size_t i, std::string& out, std::string& error) {
   char e = i + 1 < text.size() ? text[i + 1] : '\0';
-  switch (e) {
-    case '"': out += '"'; return 2;
-    case '\\': out += '\\'; return 2;
-    case '/': out += '/'; return 2;
-    case 'b': out += '\b'; return 2;
-    case 'f': out += '\f'; return 2;
-    case 'n': out += '\n'; return 2;
-    case 'r': out += '\r'; return 2;
-    case 't': out += '\t'; return 2;
-    case 'u': break;
-    default:
-      unsigned char u = static_cast<unsigned char>(e);
-      error = "invalid escape in string: '\\" +
-              (u >= 0x20 && u < 0x7f ? std::string(1, e) : hex_byte(u)) + "'";
-      return 0;
+  static constexpr std::string_view kEscapes = "\"\\/bfnrt";
+  static constexpr std::string_view kMeanings = "\"\\/\b\f\n\r\t";
+  if (size_t k = kEscapes.find(e); k != std::string_view::npos) {
+    out += kMeanings[k];
+    return 2;
+  }
+  if (e != 'u') {
+    unsigned char u = static_cast<unsigned char>(e);
+    error = "invalid escape in string: '\\" +
+            (u >= 0x20 && u < 0x7f ? std::string(1, e) : hex_byte(u)) + "'";
+    return 0;
   }
   long cp = hex4(text, i + 2);
   if (cp < 0) {
@@ -128,8 +124,10 @@ StringScan scan_string(std::string_view text, std::size_t start) {
       scan.end = i + 1;
       return scan;
     }
-    if (c == '\n' || c == '\r') return fail(start, "unterminated string (strings cannot span lines)");
-    if (c < 0x20) return fail(i, "control character " + hex_byte(c) + " in string; use an escape such as \\t");
+    if (c == '\n' || c == '\r')
+      return fail(start, "unterminated string (strings cannot span lines)");
+    if (c < 0x20)
+      return fail(i, "control character " + hex_byte(c) + " in string; use an escape such as \\t");
     if (c == '\\') {
       std::size_t n = unescape(text, i, scan.value, scan.error);
       if (n == 0) return fail(i, scan.error);

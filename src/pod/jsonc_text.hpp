@@ -7,9 +7,9 @@
 namespace tpurun::jsonc {
 
 struct StringScan {
-  std::string value;      // decoded, valid UTF-8
-  std::size_t end = 0;    // just past the closing quote
-  std::string error;      // empty when the literal is valid
+  std::string value;    // decoded, valid UTF-8
+  std::size_t end = 0;  // just past the closing quote
+  std::string error;    // empty when the literal is valid
   std::size_t error_pos = 0;
 };
 

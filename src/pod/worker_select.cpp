@@ -32,7 +32,8 @@ class SelectionParser {
   SelectionParser(const std::string& spec, int count) : spec_(spec), count_(count) {}
 
   std::vector<int> parse() {
-    if (count_ <= 0) throw UsageError("bad worker selection " + quote(spec_) + ": the pod has no workers");
+    if (count_ <= 0)
+      throw UsageError("bad worker selection " + quote(spec_) + ": the pod has no workers");
     if (trim(spec_).empty()) fail("empty worker selection; use 'all', N, N,M or N-M");
     std::vector<int> picked;
     std::string_view rest = spec_;
@@ -62,8 +63,9 @@ class SelectionParser {
     }
     int first = checked(trim(token.substr(0, dash)), token);
     int last = checked(trim(token.substr(dash + 1)), token);
-    if (first > last) fail(quote(token) + ": reversed range; write " + std::to_string(last) + "-" +
-                           std::to_string(first));
+    if (first > last)
+      fail(quote(token) + ": reversed range; write " + std::to_string(last) + "-" +
+           std::to_string(first));
     for (int i = first; i <= last; ++i) picked.push_back(i);
   }
 

@@ -10,8 +10,7 @@ ok_count() { grep -c "\] ok$" <<<"$OUT" || true; }
 expect_exit 0 tpurun_as alice exec -- true
 
 # A worker that is down: exit 255, named in the summary; the rest ran.
-fakepod stop-worker 2
-on_exit "fakepod start-worker 2"
+stop_worker 2
 expect_exit 255 tpurun_as alice exec -- echo ok
 assert_eq "$(ok_count)" "$((N - 1))"
 assert_contains "$ERR" "w2 $(worker_ip 2): cannot connect to $(worker_ip 2):22"
@@ -28,7 +27,7 @@ assert_contains "$ERR" "w2 $(worker_ip 2): connect timed out after 2s"
 fakepod start-worker 2
 
 # A changed host key (the TPU VM was recreated): refused, naming file:line.
-fakepod rekey 3
+rekey_worker 3
 expect_exit 255 tpurun_as alice exec -- echo ok
 assert_eq "$(ok_count)" "$((N - 1))"
 line=$(grep -n "^$(worker_ip 3) " /home/alice/.ssh/known_hosts | head -1 | cut -d: -f1)
@@ -57,8 +56,7 @@ as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec -- bash -c 'sleep 3; ech
   >"$(scratch_dir alice)/mid.out" 2>"$(scratch_dir alice)/mid.err" &
 client=$!
 sleep 1.5
-fakepod stop-worker 5
-on_exit "fakepod start-worker 5"
+stop_worker 5
 set +e; wait $client; rc=$?; set -e
 OUT=$(cat "$(scratch_dir alice)/mid.out"); ERR=$(cat "$(scratch_dir alice)/mid.err")
 assert_eq "$rc" 255
@@ -72,19 +70,20 @@ marker="tpurun-ctrlc-$$"
 as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec -- bash -c "exec -a $marker sleep 60" \
   >"$(scratch_dir alice)/int.out" 2>"$(scratch_dir alice)/int.err" &
 client=$!
-for _ in $(seq 50); do
-  fakepod exec 0 -- pgrep -f "$marker" >/dev/null 2>&1 && break
+# (anchored: the argv[0] of the remote command, not fakepod's own command line)
+for _ in $(seq 100); do
+  fakepod exec 0 -- pgrep -f "^$marker" >/dev/null 2>&1 && break
   sleep 0.2
 done
-sleep 0.5
-kill -INT "$client"
+# $client is the subshell of as_user; the tpurun process is its child.
+kill -INT "$(pgrep -P "$client" | head -1)"
 set +e; wait $client; rc=$?; set -e
 ERR=$(cat "$(scratch_dir alice)/int.err")
 assert_eq "$rc" 130
 assert_contains "$ERR" "interrupted"
 sleep 0.5
 for i in $(seq 0 $((N - 1))); do
-  if fakepod exec "$i" -- pgrep -f "$marker" >/dev/null 2>&1; then
+  if fakepod exec "$i" -- pgrep -f "^$marker" >/dev/null 2>&1; then
     fail "worker $i still runs the interrupted command"
   fi
 done

@@ -171,7 +171,7 @@ reset_tpus
 note "rekey: ssh with the old known_hosts fails with a changed-key error"
 expect_exit 0 ssh_as alice 2 true
 old_fp=$(ssh-keygen -lf "$FAKEPOD_STATE/w2/ssh_host_ed25519_key.pub" | awk '{print $2}')
-"$FAKEPOD" rekey 2 >/dev/null
+rekey_worker 2 2>/dev/null
 new_fp=$(ssh-keygen -lf "$FAKEPOD_STATE/w2/ssh_host_ed25519_key.pub" | awk '{print $2}')
 [[ $old_fp != "$new_fp" ]] || fail "rekey kept the host key"
 expect_exit 255 as_user alice ssh -i /home/alice/.ssh/id_ed25519 -o StrictHostKeyChecking=accept-new \

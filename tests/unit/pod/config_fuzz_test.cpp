@@ -61,12 +61,24 @@ class ConfigFuzzTest : public ::testing::Test {
     for (int i = 0; i < edits; ++i) {
       size_t pos = text.empty() ? 0 : rng_() % text.size();
       switch (rng_() % 6) {
-        case 0: if (!text.empty()) text[pos] = static_cast<char>(rng_()); break;
-        case 1: text.insert(pos, 1, interesting[rng_() % interesting.size()]); break;
-        case 2: text.erase(pos, rng_() % 8); break;
-        case 3: text.insert(pos, text.substr(rng_() % (text.size() + 1), rng_() % 32)); break;
-        case 4: text.resize(pos); break;
-        case 5: if (!text.empty()) text[pos] = interesting[rng_() % interesting.size()]; break;
+        case 0:
+          if (!text.empty()) text[pos] = static_cast<char>(rng_());
+          break;
+        case 1:
+          text.insert(pos, 1, interesting[rng_() % interesting.size()]);
+          break;
+        case 2:
+          text.erase(pos, rng_() % 8);
+          break;
+        case 3:
+          text.insert(pos, text.substr(rng_() % (text.size() + 1), rng_() % 32));
+          break;
+        case 4:
+          text.resize(pos);
+          break;
+        case 5:
+          if (!text.empty()) text[pos] = interesting[rng_() % interesting.size()];
+          break;
       }
     }
     return text;
@@ -110,7 +122,8 @@ TEST_F(ConfigFuzzTest, AgreesWithNlohmannOnWhatItAccepts) {
       for (const auto& [pointer, line] : doc.lines) EXPECT_GE(line, 1) << pointer;
       ++compared;
     } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find("duplicate key"), std::string::npos) << e.what() << " " << hex(text);
+      EXPECT_NE(std::string(e.what()).find("duplicate key"), std::string::npos)
+          << e.what() << " " << hex(text);
     }
   }
   EXPECT_GT(compared, 100);

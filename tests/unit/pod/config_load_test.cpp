@@ -21,14 +21,15 @@ std::string plain_pod(const std::string& host) {
   return "{\"workers\": [\"" + host + "\"], \"staging_root\": \"/s\", \"logs_root\": \"/l\"}";
 }
 
-const std::string kTwoPods = "{\"pods\": {\"alpha\": " + plain_pod("10.0.0.1") + ", \"beta\": " +
-                             plain_pod("10.0.0.2") + "}}";
+const std::string kTwoPods = "{\"pods\": {\"alpha\": " + plain_pod("10.0.0.1") +
+                             ", \"beta\": " + plain_pod("10.0.0.2") + "}}";
 
 class ConfigLoadTest : public ::testing::Test {
  protected:
   ConfigLoadTest()
       : cwd_(temp_.path()),
-        env_(std::map<std::string, std::string>{{"HOME", temp_.path() + "/home"}, {"USER", "alice"}}) {}
+        env_(std::map<std::string, std::string>{{"HOME", temp_.path() + "/home"},
+                                                {"USER", "alice"}}) {}
 
   std::string load_error(const PodRequest& request) {
     try {
@@ -65,7 +66,8 @@ TEST_F(ConfigLoadTest, HonoursXdgConfigHome) {
   EXPECT_EQ(find_config_file(std::nullopt, env_), xdg_config);
   // a relative XDG_CONFIG_HOME is invalid by the XDG spec and ignored
   env_.set("XDG_CONFIG_HOME", "xdg");
-  EXPECT_EQ(find_config_file(std::nullopt, env_), temp_.path() + "/home/.config/tpurun/config.json");
+  EXPECT_EQ(find_config_file(std::nullopt, env_),
+            temp_.path() + "/home/.config/tpurun/config.json");
 }
 
 TEST_F(ConfigLoadTest, ExplicitConfigMustExist) {
@@ -78,7 +80,8 @@ TEST_F(ConfigLoadTest, ExplicitConfigMustExist) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "missing.json: no such config file (given with --config)");
   }
-  EXPECT_THAT(load_error({std::string(temp_.path()), std::nullopt, {}}), HasSubstr("not a regular file"));
+  EXPECT_THAT(load_error({std::string(temp_.path()), std::nullopt, {}}),
+              HasSubstr("not a regular file"));
 }
 
 TEST_F(ConfigLoadTest, NoConfigAndNoPodMeansTheLocalPod) {
@@ -95,18 +98,20 @@ TEST_F(ConfigLoadTest, NoConfigAndNoPodMeansTheLocalPod) {
 }
 
 TEST_F(ConfigLoadTest, PodRequestedWithoutConfigSaysWhereItLooked) {
-  EXPECT_EQ(load_error({std::nullopt, std::string("sim"), {}}),
-            "pod 'sim' requested (--pod) but there is no config file; looked for ./tpurun.json and " + temp_.path() +
-                "/home/.config/tpurun/config.json");
+  EXPECT_EQ(
+      load_error({std::nullopt, std::string("sim"), {}}),
+      "pod 'sim' requested (--pod) but there is no config file; looked for ./tpurun.json and " +
+          temp_.path() + "/home/.config/tpurun/config.json");
   env_.set("TPURUN_POD", "sim");
-  EXPECT_THAT(load_error({}), HasSubstr("pod 'sim' requested (TPURUN_POD) but there is no config file"));
+  EXPECT_THAT(load_error({}),
+              HasSubstr("pod 'sim' requested (TPURUN_POD) but there is no config file"));
 }
 
 TEST_F(ConfigLoadTest, PodFlagBeatsEnvironmentBeatsDefault) {
   // given three pods, a default, and TPURUN_POD naming another
-  temp_.write("tpurun.json", "{\"default_pod\": \"alpha\", \"pods\": {\"alpha\": " + plain_pod("10.0.0.1") +
-                                 ", \"beta\": " + plain_pod("10.0.0.2") + ", \"gamma\": " + plain_pod("10.0.0.3") +
-                                 "}}");
+  temp_.write("tpurun.json", "{\"default_pod\": \"alpha\", \"pods\": {\"alpha\": " +
+                                 plain_pod("10.0.0.1") + ", \"beta\": " + plain_pod("10.0.0.2") +
+                                 ", \"gamma\": " + plain_pod("10.0.0.3") + "}}");
   EXPECT_EQ(load_pod({}, env_, runner_).name, "alpha");
   env_.set("TPURUN_POD", "beta");
   EXPECT_EQ(load_pod({}, env_, runner_).name, "beta");
@@ -127,21 +132,24 @@ TEST_F(ConfigLoadTest, SinglePodNeedsNoDefault) {
 TEST_F(ConfigLoadTest, SeveralPodsAndNoChoiceIsAnError) {
   temp_.write("tpurun.json", kTwoPods);
   EXPECT_EQ(load_error({}),
-            "tpurun.json: several pods (alpha, beta) and none chosen: pass --pod NAME, set TPURUN_POD, or add "
+            "tpurun.json: several pods (alpha, beta) and none chosen: pass --pod NAME, set "
+            "TPURUN_POD, or add "
             "\"default_pod\"");
 }
 
 TEST_F(ConfigLoadTest, UnknownPodSuggestsAndLists) {
   temp_.write("tpurun.json", kTwoPods);
-  EXPECT_EQ(load_error({std::nullopt, std::string("bta"), {}}),
-            "tpurun.json: no pod named 'bta' (from --pod) (did you mean 'beta'?); pods: alpha, beta");
+  EXPECT_EQ(
+      load_error({std::nullopt, std::string("bta"), {}}),
+      "tpurun.json: no pod named 'bta' (from --pod) (did you mean 'beta'?); pods: alpha, beta");
   env_.set("TPURUN_POD", "zzz");
   EXPECT_EQ(load_error({}), "tpurun.json: no pod named 'zzz' (from TPURUN_POD); pods: alpha, beta");
 }
 
 TEST_F(ConfigLoadTest, UsesTheExplicitConfigFile) {
   temp_.write("tpurun.json", kTwoPods);
-  std::string other = temp_.write("other.json", "{\"pods\": {\"other\": " + plain_pod("10.9.9.9") + "}}");
+  std::string other =
+      temp_.write("other.json", "{\"pods\": {\"other\": " + plain_pod("10.9.9.9") + "}}");
   EXPECT_EQ(load_pod({other, std::nullopt, {}}, env_, runner_).name, "other");
 }
 

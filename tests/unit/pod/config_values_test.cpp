@@ -9,7 +9,8 @@ namespace {
 
 TEST(ByteSizeTest, PlainNumbersAreBytes) {
   EXPECT_EQ(parse_byte_size("4096"), 4096u);
-  EXPECT_EQ(parse_byte_size("18446744073709551615"), 18446744073709551615ull);  // exact, not via double
+  EXPECT_EQ(parse_byte_size("18446744073709551615"),
+            18446744073709551615ull);  // exact, not via double
   EXPECT_EQ(parse_byte_size("18446744073709551616"), std::nullopt);
 }
 
@@ -23,7 +24,8 @@ TEST(ByteSizeTest, DecimalAndBinaryUnits) {
 }
 
 TEST(ByteSizeTest, RejectsNonsense) {
-  for (const char* bad : {"", "GiB", "1 GB GB", "1.GiB", ".5GiB", "1..5GB", "-1GB", "1e9", "1 K", "1 PB", "99999999TiB"})
+  for (const char* bad : {"", "GiB", "1 GB GB", "1.GiB", ".5GiB", "1..5GB", "-1GB", "1e9", "1 K",
+                          "1 PB", "99999999TiB"})
     EXPECT_EQ(parse_byte_size(bad), std::nullopt) << bad;
 }
 
@@ -55,9 +57,11 @@ TEST(HostPortTest, ExplainsBadAddresses) {
   EXPECT_EQ(parse_host_port("[]").error(), "brackets are only for IPv6 addresses");
   EXPECT_EQ(parse_host_port(":22").error(), "empty host");
   EXPECT_EQ(parse_host_port("ssh://h").error(), "write \"host\" or \"host:port\", not a URL");
-  EXPECT_EQ(parse_host_port("fe80::1").error(), "write IPv6 addresses in brackets, e.g. \"[::1]:22\"");
+  EXPECT_EQ(parse_host_port("fe80::1").error(),
+            "write IPv6 addresses in brackets, e.g. \"[::1]:22\"");
   EXPECT_EQ(parse_host_port("h/x").error(), "'/' is not allowed in a host name or address");
-  EXPECT_EQ(parse_host_port("h\x01").error(), "control and non-ASCII characters are not allowed in a host name or address");
+  EXPECT_EQ(parse_host_port("h\x01").error(),
+            "control and non-ASCII characters are not allowed in a host name or address");
 }
 
 TEST(ConfigErrorTest, FormatsLocationLikeACompiler) {

@@ -33,7 +33,8 @@ TEST(GcloudDescribeTest, WorkersAreTheEndpointsInOrder) {
   // given a v4-32 whose internal IPs are not in sorted order
   std::vector<Worker> workers = parse_gcloud_describe(kDescribeV4_32, true);
   // then worker i is networkEndpoints[i], on the SSH port (not the endpoint's 8470)
-  EXPECT_THAT(hosts(workers), ElementsAre("10.130.0.12", "10.130.0.9", "10.130.0.11", "10.130.0.10"));
+  EXPECT_THAT(hosts(workers),
+              ElementsAre("10.130.0.12", "10.130.0.9", "10.130.0.11", "10.130.0.10"));
   for (size_t i = 0; i < workers.size(); ++i) {
     EXPECT_EQ(workers[i].index, static_cast<int>(i));
     EXPECT_EQ(workers[i].port, 22);
@@ -47,31 +48,37 @@ TEST(GcloudDescribeTest, ExternalIpsWhenAsked) {
 
 TEST(GcloudDescribeTest, CountsEndpointsNotTheAcceleratorName) {
   // given "v4-32" but a single endpoint, the endpoint count is what is real
-  std::string one = R"({"acceleratorType": "v4-32", "networkEndpoints": [{"ipAddress": "10.0.0.1"}]})";
+  std::string one =
+      R"({"acceleratorType": "v4-32", "networkEndpoints": [{"ipAddress": "10.0.0.1"}]})";
   EXPECT_EQ(parse_gcloud_describe(one, true).size(), 1u);
 }
 
 TEST(GcloudDescribeTest, MissingExternalIpExplainsInternalIps) {
-  EXPECT_THAT(describe_error(kDescribeInternalOnly, false),
-              HasSubstr("worker 0 has no external IP (networkEndpoints[0].accessConfig.externalIp)"));
+  EXPECT_THAT(
+      describe_error(kDescribeInternalOnly, false),
+      HasSubstr("worker 0 has no external IP (networkEndpoints[0].accessConfig.externalIp)"));
   EXPECT_THAT(describe_error(kDescribeInternalOnly, false), HasSubstr("\"internal_ip\": true"));
   EXPECT_THAT(hosts(parse_gcloud_describe(kDescribeInternalOnly, true)), ElementsAre("10.0.0.2"));
 }
 
 TEST(GcloudDescribeTest, MissingInternalIpIsAnError) {
-  EXPECT_EQ(describe_error(R"({"networkEndpoints": [{"ipAddress": "10.0.0.1"}, {"port": 8470}]})", true),
-            "worker 1 has no internal IP (networkEndpoints[1].ipAddress)");
+  EXPECT_EQ(
+      describe_error(R"({"networkEndpoints": [{"ipAddress": "10.0.0.1"}, {"port": 8470}]})", true),
+      "worker 1 has no internal IP (networkEndpoints[1].ipAddress)");
 }
 
 TEST(GcloudDescribeTest, NoEndpointsMentionsTheState) {
-  EXPECT_EQ(describe_error(kDescribeCreating, true), "the TPU VM lists no network endpoints (state: CREATING)");
-  EXPECT_EQ(describe_error(R"({"networkEndpoints": []})", true), "the TPU VM lists no network endpoints");
+  EXPECT_EQ(describe_error(kDescribeCreating, true),
+            "the TPU VM lists no network endpoints (state: CREATING)");
+  EXPECT_EQ(describe_error(R"({"networkEndpoints": []})", true),
+            "the TPU VM lists no network endpoints");
 }
 
 TEST(GcloudDescribeTest, MalformedOutputIsAnErrorNotACrash) {
-  for (const char* bad : {"", "not json", "[]", "null", R"({"networkEndpoints": 3})",
-                          R"({"networkEndpoints": [3]})", R"({"networkEndpoints": [{"ipAddress": 3}]})",
-                          R"({"networkEndpoints": [{"accessConfig": 3}]})", R"({"state": 5})"}) {
+  for (const char* bad :
+       {"", "not json", "[]", "null", R"({"networkEndpoints": 3})", R"({"networkEndpoints": [3]})",
+        R"({"networkEndpoints": [{"ipAddress": 3}]})",
+        R"({"networkEndpoints": [{"accessConfig": 3}]})", R"({"state": 5})"}) {
     EXPECT_THROW(parse_gcloud_describe(bad, true), std::runtime_error) << bad;
     EXPECT_THROW(parse_gcloud_describe(bad, false), std::runtime_error) << bad;
   }
@@ -79,19 +86,20 @@ TEST(GcloudDescribeTest, MalformedOutputIsAnErrorNotACrash) {
 
 TEST(GcloudDescribeTest, CommandIncludesProjectOnlyWhenSet) {
   GcloudSpec spec{"kmh-tpuvm-v4-32-1", "us-central2-b", "", true};
-  EXPECT_THAT(gcloud_describe_argv(spec), ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe",
-                                                      "kmh-tpuvm-v4-32-1", "--zone", "us-central2-b",
-                                                      "--format=json"));
+  EXPECT_THAT(gcloud_describe_argv(spec),
+              ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe", "kmh-tpuvm-v4-32-1",
+                          "--zone", "us-central2-b", "--format=json"));
   spec.project = "my-proj";
   EXPECT_THAT(gcloud_describe_argv(spec),
-              ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe", "kmh-tpuvm-v4-32-1", "--zone",
-                          "us-central2-b", "--project", "my-proj", "--format=json"));
+              ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe", "kmh-tpuvm-v4-32-1",
+                          "--zone", "us-central2-b", "--project", "my-proj", "--format=json"));
 }
 
 class GcloudPodLoadTest : public ::testing::Test {
  protected:
   GcloudPodLoadTest()
-      : cwd_(temp_.path()), env_(std::map<std::string, std::string>{{"HOME", "/home/alice"}, {"USER", "alice"}}) {
+      : cwd_(temp_.path()),
+        env_(std::map<std::string, std::string>{{"HOME", "/home/alice"}, {"USER", "alice"}}) {
     temp_.write("tpurun.json", R"({
       // a v4-32 slice, described by gcloud on every run
       "pods": { "v4-32": {
@@ -126,25 +134,30 @@ TEST_F(GcloudPodLoadTest, RunsDescribeAndUsesItsEndpoints) {
   // then exactly one describe command ran, with the config's name, zone and project
   ASSERT_EQ(runner_.calls.size(), 1u);
   EXPECT_THAT(runner_.calls[0].argv,
-              ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe", "kmh-tpuvm-v4-32-1", "--zone",
-                          "us-central2-b", "--project", "my-proj", "--format=json"));
+              ElementsAre("gcloud", "compute", "tpus", "tpu-vm", "describe", "kmh-tpuvm-v4-32-1",
+                          "--zone", "us-central2-b", "--project", "my-proj", "--format=json"));
   EXPECT_EQ(runner_.calls[0].stdin_data, "");
   // and the pod has the four workers, with gcloud's SSH defaults
-  EXPECT_THAT(hosts(pod.workers), ElementsAre("10.130.0.12", "10.130.0.9", "10.130.0.11", "10.130.0.10"));
+  EXPECT_THAT(hosts(pod.workers),
+              ElementsAre("10.130.0.12", "10.130.0.9", "10.130.0.11", "10.130.0.10"));
   EXPECT_EQ(pod.ssh.identity_file, "/home/alice/.ssh/google_compute_engine");
   EXPECT_FALSE(pod.local);
 }
 
 TEST_F(GcloudPodLoadTest, FailingGcloudShowsItsOwnStderr) {
   // given gcloud failing the way it does for a wrong name
-  runner_.next = {1, "",
-                  "ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: Resource "
-                  "'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found\n"};
+  runner_.next = {
+      1, "",
+      "ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: Resource "
+      "'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found\n"};
   // then the error names the pod and command, and carries gcloud's message verbatim
-  EXPECT_EQ(load_error(),
-            "pod 'v4-32': `gcloud compute tpus tpu-vm describe kmh-tpuvm-v4-32-1 --zone us-central2-b --project "
-            "my-proj --format=json` failed (exit 1):\nERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: "
-            "Resource 'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found");
+  EXPECT_EQ(
+      load_error(),
+      "pod 'v4-32': `gcloud compute tpus tpu-vm describe kmh-tpuvm-v4-32-1 --zone us-central2-b "
+      "--project "
+      "my-proj --format=json` failed (exit 1):\nERROR: (gcloud.compute.tpus.tpu-vm.describe) "
+      "NOT_FOUND: "
+      "Resource 'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found");
 }
 
 TEST_F(GcloudPodLoadTest, MissingGcloudSuggestsInstallingIt) {
@@ -157,7 +170,8 @@ TEST_F(GcloudPodLoadTest, MissingGcloudSuggestsInstallingIt) {
 TEST_F(GcloudPodLoadTest, UnreadableDescriptionNamesThePod) {
   runner_.next = {0, kDescribeCreating, ""};
   EXPECT_THAT(load_error(), HasSubstr("pod 'v4-32': `gcloud compute tpus tpu-vm describe"));
-  EXPECT_THAT(load_error(), HasSubstr("`: the TPU VM lists no network endpoints (state: CREATING)"));
+  EXPECT_THAT(load_error(),
+              HasSubstr("`: the TPU VM lists no network endpoints (state: CREATING)"));
 }
 
 TEST_F(GcloudPodLoadTest, OverridesApplyAfterDescribe) {

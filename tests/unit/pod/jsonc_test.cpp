@@ -20,7 +20,8 @@ std::string syntax_error(const std::string& text) {
 }
 
 TEST(JsoncTest, ParsesPlainJson) {
-  Document doc = parse(R"({"a": [1, -2, 3.5, 1e3], "b": {"c": "d"}, "t": true, "f": false, "n": null})", "f.json");
+  Document doc = parse(
+      R"({"a": [1, -2, 3.5, 1e3], "b": {"c": "d"}, "t": true, "f": false, "n": null})", "f.json");
   EXPECT_EQ(doc.value["a"][0], 1);
   EXPECT_EQ(doc.value["a"][1], -2);
   EXPECT_DOUBLE_EQ(doc.value["a"][2].get<double>(), 3.5);
@@ -87,7 +88,8 @@ TEST(JsoncTest, SyntaxErrorsGiveLineColumnAndWhatWasExpected) {
   EXPECT_EQ(syntax_error("{\n  \"a\": 1\n  \"b\": 2\n}"),
             "f.json:3:3: expected ',' or '}' after the value of \"a\", found '\"'");
   EXPECT_EQ(syntax_error("{\"a\" 1}"), "f.json:1:6: expected ':' after key \"a\", found '1'");
-  EXPECT_EQ(syntax_error("[1, 2"), "f.json:1:6: expected ',' or ']' after an array element, found end of input");
+  EXPECT_EQ(syntax_error("[1, 2"),
+            "f.json:1:6: expected ',' or ']' after an array element, found end of input");
   EXPECT_EQ(syntax_error(""), "f.json:1:1: expected a JSON object, found an empty file");
 }
 
@@ -103,7 +105,8 @@ TEST(JsoncTest, ErrorsCarryLineAndColumnFields) {
 }
 
 TEST(JsoncTest, HintsAtCommonNonJsonHabits) {
-  EXPECT_THAT(syntax_error("{user: 1}"), HasSubstr("found 'user' (strings and keys need double quotes)"));
+  EXPECT_THAT(syntax_error("{user: 1}"),
+              HasSubstr("found 'user' (strings and keys need double quotes)"));
   EXPECT_THAT(syntax_error("{'a': 1}"), HasSubstr("(JSON strings use double quotes)"));
   EXPECT_THAT(syntax_error("{\"a\": True}"), HasSubstr("found 'True'"));
   EXPECT_THAT(syntax_error("{\"a\": NaN}"), HasSubstr("found 'NaN'"));
@@ -119,7 +122,8 @@ TEST(JsoncTest, SameKeyInDifferentObjectsIsFine) {
 }
 
 TEST(JsoncTest, DecodesStringEscapes) {
-  Document doc = parse(R"(["a\"b\\c\/d\b\f\n\r\t", "\u00e9\u20ac", "\ud83d\ude00", "é"])", "f.json");
+  Document doc =
+      parse(R"(["a\"b\\c\/d\b\f\n\r\t", "\u00e9\u20ac", "\ud83d\ude00", "é"])", "f.json");
   EXPECT_EQ(doc.value[0], "a\"b\\c/d\b\f\n\r\t");
   EXPECT_EQ(doc.value[1], "\xc3\xa9\xe2\x82\xac");
   EXPECT_EQ(doc.value[2], "\xf0\x9f\x98\x80");  // U+1F600 from a surrogate pair
@@ -130,9 +134,11 @@ TEST(JsoncTest, RejectsBadStrings) {
   EXPECT_THAT(syntax_error(R"(["\q"])"), HasSubstr("1:3: invalid escape in string: '\\q'"));
   EXPECT_THAT(syntax_error(R"(["\u12"])"), HasSubstr("expected four hex digits after \\u"));
   EXPECT_THAT(syntax_error(R"(["\ud83d"])"), HasSubstr("high surrogate without a low surrogate"));
-  EXPECT_THAT(syntax_error(R"(["\ud83d\u0041"])"), HasSubstr("high surrogate without a low surrogate"));
+  EXPECT_THAT(syntax_error(R"(["\ud83d\u0041"])"),
+              HasSubstr("high surrogate without a low surrogate"));
   EXPECT_THAT(syntax_error(R"(["\ude00"])"), HasSubstr("lone low surrogate"));
-  EXPECT_THAT(syntax_error("[\"a\nb\"]"), HasSubstr("1:2: unterminated string (strings cannot span lines)"));
+  EXPECT_THAT(syntax_error("[\"a\nb\"]"),
+              HasSubstr("1:2: unterminated string (strings cannot span lines)"));
   EXPECT_THAT(syntax_error("[\"a\tb\"]"), HasSubstr("control character 0x09 in string"));
   EXPECT_THAT(syntax_error("[\"abc"), HasSubstr("unterminated string"));
   EXPECT_THAT(syntax_error("[\"\xff\"]"), HasSubstr("invalid UTF-8 in string (byte 0xff)"));

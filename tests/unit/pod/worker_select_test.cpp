@@ -43,13 +43,16 @@ TEST(WorkerSelectionTest, SpacesAroundItemsAreTolerated) {
 }
 
 TEST(WorkerSelectionTest, OutOfRangeNamesTheWorkerAndTheValidRange) {
-  EXPECT_EQ(selection_error("0,9", 8), "bad worker selection '0,9': worker 9 is out of range (valid workers: 0..7)");
-  EXPECT_THAT(selection_error("2-8", 8), HasSubstr("worker 8 is out of range (valid workers: 0..7)"));
+  EXPECT_EQ(selection_error("0,9", 8),
+            "bad worker selection '0,9': worker 9 is out of range (valid workers: 0..7)");
+  EXPECT_THAT(selection_error("2-8", 8),
+              HasSubstr("worker 8 is out of range (valid workers: 0..7)"));
 }
 
 TEST(WorkerSelectionTest, RejectsNegativeIndices) {
-  EXPECT_EQ(selection_error("-1", 8),
-            "bad worker selection '-1': '-1': worker indices cannot be negative (valid workers: 0..7)");
+  EXPECT_EQ(
+      selection_error("-1", 8),
+      "bad worker selection '-1': '-1': worker indices cannot be negative (valid workers: 0..7)");
 }
 
 TEST(WorkerSelectionTest, RejectsReversedRanges) {
@@ -57,7 +60,8 @@ TEST(WorkerSelectionTest, RejectsReversedRanges) {
 }
 
 TEST(WorkerSelectionTest, RejectsJunkNamingTheBadToken) {
-  EXPECT_THAT(selection_error("1,x", 8), HasSubstr("'x' is not a worker index, a range N-M or 'all'"));
+  EXPECT_THAT(selection_error("1,x", 8),
+              HasSubstr("'x' is not a worker index, a range N-M or 'all'"));
   EXPECT_THAT(selection_error("1-", 8), HasSubstr("'1-' is not a worker index"));
   EXPECT_THAT(selection_error("+1", 8), HasSubstr("'+1' is not"));
   EXPECT_THAT(selection_error("1-2-3", 8), HasSubstr("'1-2-3' is not"));

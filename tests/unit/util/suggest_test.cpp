@@ -5,8 +5,8 @@
 namespace tpurun {
 namespace {
 
-const std::vector<std::string> kSshKeys = {"user", "identity_file", "known_hosts", "host_key_policy",
-                                           "connect_timeout_s"};
+const std::vector<std::string> kSshKeys = {"user", "identity_file", "known_hosts",
+                                           "host_key_policy", "connect_timeout_s"};
 
 TEST(SuggestTest, TranspositionCountsAsOneEdit) {
   EXPECT_EQ(closest_match("hots_key_policy", kSshKeys), "host_key_policy");
@@ -18,9 +18,7 @@ TEST(SuggestTest, FindsMissingAndExtraLetters) {
   EXPECT_EQ(closest_match("connect_timeout", kSshKeys), "connect_timeout_s");
 }
 
-TEST(SuggestTest, IgnoresCase) {
-  EXPECT_EQ(closest_match("SIM", {"sim", "v4-32"}), "sim");
-}
+TEST(SuggestTest, IgnoresCase) { EXPECT_EQ(closest_match("SIM", {"sim", "v4-32"}), "sim"); }
 
 TEST(SuggestTest, UniquePrefixMatches) {
   // given a pod name typed short

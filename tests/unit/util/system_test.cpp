@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -70,7 +71,9 @@ TEST_F(SystemProcessRunnerTest, EmptyStdinIsEndOfFile) {
 
 TEST_F(SystemProcessRunnerTest, BigOutputOnBothStreamsDoesNotDeadlock) {
   // given far more output than a pipe buffer holds, interleaved on both streams
-  ProcessResult r = sh("i=0; while [ $i -lt 2000 ]; do printf '%0500d\\n' 0; printf '%0500d\\n' 1 >&2; i=$((i+1)); done");
+  ProcessResult r =
+      sh("i=0; while [ $i -lt 2000 ]; do printf '%0500d\\n' 0; printf '%0500d\\n' 1 >&2; "
+         "i=$((i+1)); done");
   // then all of it arrives
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.size(), 2000u * 501);
@@ -103,6 +106,18 @@ TEST_F(SystemProcessRunnerTest, MissingDirectoryExits127) {
   ProcessResult r = runner_.run({"true"}, "", std::string("/nonexistent/tpurun-test-dir"));
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_THAT(r.err, HasSubstr("/nonexistent/tpurun-test-dir"));
+}
+
+TEST_F(SystemProcessRunnerTest, ChildInheritsOnlyStdio) {
+  // given a descriptor of ours that is not close-on-exec
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  // when a child lists its open descriptors
+  ProcessResult r = runner_.run({"ls", "/proc/self/fd"});
+  ::close(fds[0]);
+  ::close(fds[1]);
+  // then it has stdio and the one ls itself opened, nothing of ours
+  EXPECT_EQ(r.out, "0\n1\n2\n3\n");
 }
 
 TEST(ExpandHomeTest, ReplacesLeadingTildeOnly) {

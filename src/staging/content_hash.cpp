@@ -1,0 +1,31 @@
+#include "staging/content_hash.hpp"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <fmt/format.h>
+
+namespace tpurun::staging {
+
+std::string ContentHash::hex() const { return fmt::format("{:016x}{:016x}", high, low); }
+
+Hasher::Hasher() : state_(XXH3_createState()) { reset(); }
+Hasher::~Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void Hasher::reset() { XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_)); }
+
+void Hasher::update(const void* data, std::size_t size) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), data, size);
+}
+
+ContentHash Hasher::digest() const {
+  XXH128_hash_t h = XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_));
+  return {h.high64, h.low64};
+}
+
+ContentHash hash_bytes(std::string_view data) {
+  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
+  return {h.high64, h.low64};
+}
+
+}  // namespace tpurun::staging

@@ -1,0 +1,35 @@
+#pragma once
+// Hands out the parent directory of paths visited in sorted order, keeping the
+// chain of open directories: each directory is opened once, one component at
+// a time, never through a symlink. With `create`, missing directories are made
+// (0755) on the way; cursors of several threads may create the same ones.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "staging/fs_util.hpp"
+
+namespace tpurun::staging {
+
+class DirCursor {
+ public:
+  DirCursor(int root_fd, bool create) : root_fd_(root_fd), create_(create) {}
+  DirCursor(const DirCursor&) = delete;
+  DirCursor& operator=(const DirCursor&) = delete;
+
+  // The fd of `path`'s directory, with the last component in *name; -1 and
+  // errno on failure (ENOENT, ENOTDIR, ELOOP when a parent is not a real dir).
+  int parent_of(std::string_view path, std::string_view* name);
+
+
+ private:
+  struct Level {
+    std::string path;
+    UniqueFd fd;
+  };
+  int root_fd_;
+  bool create_;
+  std::vector<Level> stack_;
+};
+
+}  // namespace tpurun::staging

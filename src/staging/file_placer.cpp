@@ -1,0 +1,131 @@
+#include "staging/file_placer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+
+namespace tpurun::staging {
+namespace {
+
+constexpr size_t kBufferSize = 1 << 20;
+
+// O_NOATIME is refused (EPERM) for files we do not own; then we stop asking.
+std::atomic<bool> noatime_allowed{true};
+
+mode_t object_mode(const SourceFile& file) { return file.executable ? 0555 : 0444; }
+
+StageError read_error(const std::string& path, int err) {
+  return StageError{"cannot read " + path + ": " + errno_text(err) +
+                    " (fix its permissions, or list it in .tpurunignore)"};
+}
+
+bool is_unlinkable(int err) { return err == EMLINK || err == EXDEV || err == EPERM; }
+
+}  // namespace
+
+StageError write_error(const std::string& path, int err) {
+  std::string hint = err == ENOSPC || err == EDQUOT ? " (free space on the staging root, e.g. with tpurun gc)" : "";
+  return StageError{"cannot write " + path + " into the snapshot: " + errno_text(err) + hint};
+}
+
+FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store, const StatCache& cache)
+    : sources_(source_fd, false),
+      targets_(tree_fd, true),
+      store_(store),
+      cache_(cache),
+      buffer_(new char[kBufferSize]),
+      fix_mode_((current_umask() & 0555) != 0) {}
+
+Result<Placed, StageError> FilePlacer::place(const SourceFile& file) {
+  std::string_view base;
+  int dir_fd = targets_.parent_of(file.path, &base);
+  if (dir_fd < 0) return unexpected(write_error(file.path, errno));
+  std::string name(base);
+  if (file.symlink) {
+    if (::symlinkat(file.link_target.c_str(), dir_fd, name.c_str()) != 0) {
+      return unexpected(write_error(file.path, errno));
+    }
+    return Placed{};
+  }
+  // Empty files need no reading: their hash is known.
+  static const ContentHash empty = hash_bytes("");
+  std::optional<ContentHash> known = file.stamp.size == 0 ? empty : cache_.find(file.path, file.stamp);
+  if (known) {
+    bool missing = false;
+    auto placed = place_known(file, *known, dir_fd, name.c_str(), &missing);
+    if (!missing) return placed;
+  }
+  return copy_in(file, dir_fd, name.c_str());
+}
+
+// The content is known: link its object. *missing when the store lacks it.
+Result<Placed, StageError> FilePlacer::place_known(const SourceFile& file, const ContentHash& hash, int dir_fd,
+                                                   const char* name, bool* missing) {
+  std::string object = ObjectStore::object_name(hash, file.executable);
+  int err = store_.link_out(object, dir_fd, name);
+  if (is_unlinkable(err)) {
+    err = store_.copy_out(object, dir_fd, name);
+    if (err == 0) store_.adopt(dir_fd, name, object);  // on EMLINK this copy takes over the name
+  }
+  if (err == ENOENT) {
+    *missing = true;  // collected by gc, or never stored: read the file after all
+    return Placed{};
+  }
+  if (err != 0) return unexpected(write_error(file.path, err));
+  return Placed{hash, false, true, file.stamp.size};
+}
+
+int FilePlacer::open_source(const SourceFile& file) {
+  std::string_view base;
+  int dir_fd = sources_.parent_of(file.path, &base);
+  if (dir_fd < 0) return -1;
+  std::string name(base);
+  int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+  if (noatime_allowed.load(std::memory_order_relaxed)) {
+    int fd = ::openat(dir_fd, name.c_str(), flags | O_NOATIME);
+    if (fd >= 0 || errno != EPERM) return fd;
+    noatime_allowed = false;
+  }
+  return ::openat(dir_fd, name.c_str(), flags);
+}
+
+// One pass over the bytes: read, hash, write into the snapshot; then store.
+Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_fd, const char* name) {
+  UniqueFd source(open_source(file));
+  if (!source) return unexpected(read_error(file.path, errno));
+  UniqueFd target(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
+  if (!target) return unexpected(write_error(file.path, errno));
+  hasher_.reset();
+  std::uint64_t total = 0;
+  for (;;) {
+    ssize_t n = ::read(source.get(), buffer_.get(), kBufferSize);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return unexpected(read_error(file.path, errno));
+    }
+    if (n == 0) break;
+    hasher_.update(buffer_.get(), static_cast<size_t>(n));
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = ::write(target.get(), buffer_.get() + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return unexpected(write_error(file.path, errno));
+      done += w;
+    }
+    total += static_cast<std::uint64_t>(n);
+    // A short read of a regular file means end of file: save the extra read.
+    if (static_cast<size_t>(n) < kBufferSize && total >= file.stamp.size) break;
+  }
+  if (fix_mode_ && ::fchmod(target.get(), object_mode(file)) != 0) {
+    return unexpected(write_error(file.path, errno));
+  }
+  if (::close(target.release()) != 0) return unexpected(write_error(file.path, errno));
+  ContentHash hash = hasher_.digest();
+  auto adopted = store_.adopt(dir_fd, name, ObjectStore::object_name(hash, file.executable));
+  if (!adopted) return unexpected(write_error(file.path, adopted.error()));
+  return Placed{hash, true, *adopted == ObjectStore::Adopted::shared, total};
+}
+
+}  // namespace tpurun::staging

@@ -1,0 +1,48 @@
+#pragma once
+// Puts one source file into the snapshot tree being built: a hard link to its
+// object when the stat cache knows the content, otherwise one pass over the
+// bytes that reads, hashes and writes them, after which the new file becomes
+// the object (or is swapped for a link to the object someone stored before).
+// One placer per thread; files must come in sorted order.
+#include <memory>
+
+#include "staging/content_hash.hpp"
+#include "staging/dir_cursor.hpp"
+#include "staging/object_store.hpp"
+#include "staging/source_file.hpp"
+#include "staging/stat_cache.hpp"
+#include "tpurun/result.hpp"
+#include "tpurun/staging.hpp"
+
+namespace tpurun::staging {
+
+struct Placed {
+  ContentHash hash;     // zero for symlinks
+  bool read = false;    // the content was read (stat cache miss)
+  bool reused = false;  // the content was in the object store already
+  std::uint64_t bytes = 0;
+};
+
+class FilePlacer {
+ public:
+  FilePlacer(int source_fd, int tree_fd, ObjectStore& store, const StatCache& cache);
+  Result<Placed, StageError> place(const SourceFile& file);
+
+ private:
+  Result<Placed, StageError> place_known(const SourceFile& file, const ContentHash& hash, int dir_fd,
+                                         const char* name, bool* missing);
+  Result<Placed, StageError> copy_in(const SourceFile& file, int dir_fd, const char* name);
+  int open_source(const SourceFile& file);
+
+  DirCursor sources_;
+  DirCursor targets_;
+  ObjectStore& store_;
+  const StatCache& cache_;
+  std::unique_ptr<char[]> buffer_;
+  Hasher hasher_;
+  bool fix_mode_;  // the umask would strip bits from the 0444/0555 we ask for
+};
+
+StageError write_error(const std::string& path, int err);
+
+}  // namespace tpurun::staging

@@ -1,0 +1,118 @@
+#include "staging/fs_util.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace tpurun::staging {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(std::exchange(other.fd_, -1));
+  return *this;
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+std::string human_size(std::uint64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  if (unit == 0) return fmt::format("{} B", bytes);
+  return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+int open_dir_at(int dir_fd, const char* name) {
+  return ::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+mode_t current_umask() {
+  UniqueFd fd(::open("/proc/self/status", O_RDONLY | O_CLOEXEC));
+  char buffer[4096];
+  ssize_t n = fd ? ::read(fd.get(), buffer, sizeof buffer - 1) : -1;
+  if (n > 0) {
+    buffer[n] = '\0';
+    if (const char* line = std::strstr(buffer, "\nUmask:")) return static_cast<mode_t>(std::strtoul(line + 8, nullptr, 8));
+  }
+  return 022;
+}
+
+std::int64_t mtime_ns(const struct stat& st) {
+  return std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+std::int64_t ctime_ns(const struct stat& st) {
+  return std::int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
+}
+
+namespace {
+
+struct Removal {
+  std::string* failed_path;
+  std::uint64_t* bytes_freed;
+  int first_error = 0;
+
+  void fail(int err, const std::string& path) {
+    if (first_error != 0) return;
+    first_error = err;
+    if (failed_path != nullptr) *failed_path = path;
+  }
+
+  // Empties the directory open as `fd`; `path` is only for messages.
+  void empty_dir(int fd, const std::string& path) {
+    DIR* dir = ::fdopendir(::dup(fd));
+    if (dir == nullptr) return fail(errno, path);
+    while (dirent* entry = ::readdir(dir)) {
+      const char* name = entry->d_name;
+      if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+      remove_entry(fd, name, path + "/" + name, entry->d_type);
+    }
+    ::closedir(dir);
+  }
+
+  void remove_entry(int parent_fd, const char* name, const std::string& path, unsigned char type) {
+    struct stat st{};
+    bool need_stat = type == DT_UNKNOWN || type == DT_DIR || bytes_freed != nullptr;
+    if (need_stat) {
+      if (::fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno != ENOENT) fail(errno, path);
+        return;
+      }
+      type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+    }
+    if (type != DT_DIR) {
+      if (::unlinkat(parent_fd, name, 0) == 0) {
+        if (bytes_freed != nullptr && S_ISREG(st.st_mode) && st.st_nlink == 1) *bytes_freed += st.st_size;
+      } else if (errno != ENOENT) {
+        fail(errno, path);
+      }
+      return;
+    }
+    if ((st.st_mode & S_IRWXU) != S_IRWXU) ::fchmodat(parent_fd, name, (st.st_mode & 07777) | S_IRWXU, 0);
+    UniqueFd fd(open_dir_at(parent_fd, name));
+    if (!fd) return fail(errno, path);
+    empty_dir(fd.get(), path);
+    if (::unlinkat(parent_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT) fail(errno, path);
+  }
+};
+
+}  // namespace
+
+int remove_tree_at(int dir_fd, const std::string& name, std::string* failed_path,
+                   std::uint64_t* bytes_freed) {
+  Removal removal{failed_path, bytes_freed};
+  removal.remove_entry(dir_fd, name.c_str(), name, DT_UNKNOWN);
+  return removal.first_error;
+}
+
+}  // namespace tpurun::staging

@@ -1,0 +1,54 @@
+#pragma once
+// Small POSIX helpers shared by the staging code: owned file descriptors,
+// errno text, human sizes, and removing a tree without following symlinks.
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace tpurun::staging {
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void reset(int fd = -1);
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string errno_text(int err);
+
+// 1536 -> "1.5 KiB"
+std::string human_size(std::uint64_t bytes);
+
+// Opens a directory relative to `dir_fd` without following a symlink at the
+// last component. Returns -1 with errno set on failure.
+int open_dir_at(int dir_fd, const char* name);
+
+// The process umask, read without changing it (umask(2) would race with
+// other threads creating files).
+mode_t current_umask();
+
+std::int64_t mtime_ns(const struct stat& st);
+std::int64_t ctime_ns(const struct stat& st);
+
+// Removes dir_fd/name recursively, never following symlinks. Directories are
+// made user-writable first, since snapshots are read-only. Returns 0 or the
+// first errno hit; `failed_path` then names the entry that could not go.
+// Files with a single link add their size to *bytes_freed (when given).
+int remove_tree_at(int dir_fd, const std::string& name, std::string* failed_path = nullptr,
+                   std::uint64_t* bytes_freed = nullptr);
+
+}  // namespace tpurun::staging

@@ -1,0 +1,185 @@
+// collect_garbage: old snapshots, stale temp dirs, then unreferenced objects.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include "staging/fs_util.hpp"
+#include "staging/snapshot_name.hpp"
+#include "tpurun/staging.hpp"
+
+namespace tpurun {
+namespace {
+
+using namespace staging;
+using Clock = std::chrono::system_clock;
+
+constexpr auto kStaleTemp = std::chrono::hours(1);
+
+std::vector<std::string> list_names(int dir_fd) {
+  std::vector<std::string> names;
+  DIR* dir = ::fdopendir(::dup(dir_fd));
+  if (dir == nullptr) return names;
+  while (dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) names.emplace_back(entry->d_name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Clock::time_point mtime_of(const struct stat& st) {
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(mtime_ns(st))));
+}
+
+// For a dry run: how many links to each inode the doomed snapshots hold, so
+// that we can tell which objects would be left with no other link.
+struct DoomedLinks {
+  struct Inode {
+    std::size_t links = 0;
+    nlink_t nlink = 0;
+    std::uint64_t size = 0;
+  };
+  std::unordered_map<ino_t, Inode> inodes;
+
+  void count(int dir_fd) {
+    for (const std::string& name : list_names(dir_fd)) {
+      struct stat st{};
+      if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISDIR(st.st_mode)) {
+        UniqueFd sub(open_dir_at(dir_fd, name.c_str()));
+        if (sub) count(sub.get());
+      } else if (S_ISREG(st.st_mode)) {
+        Inode& inode = inodes[st.st_ino];
+        ++inode.links;
+        inode.nlink = st.st_nlink;
+        inode.size = static_cast<std::uint64_t>(st.st_size);
+      }
+    }
+  }
+  std::size_t links_to(ino_t ino) const {
+    auto it = inodes.find(ino);
+    return it == inodes.end() ? 0 : it->second.links;
+  }
+  std::uint64_t unshared_bytes() const {  // files only the doomed snapshots have (copies)
+    std::uint64_t bytes = 0;
+    for (const auto& [ino, inode] : inodes) bytes += inode.links == inode.nlink ? inode.size : 0;
+    return bytes;
+  }
+};
+
+class Collector {
+ public:
+  Collector(const GcRequest& request, int user_fd, GcReport& report)
+      : request_(request), user_fd_(user_fd), report_(report) {
+    now_ = request.now == Clock::time_point{} ? Clock::now() : request.now;
+  }
+
+  void snapshots_and_temps() {
+    for (const std::string& name : list_names(user_fd_)) {
+      struct stat st{};
+      if (::fstatat(user_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+      if (is_snapshot_name(name)) {
+        // The newer of the two times, so that a touched snapshot stays.
+        auto when = std::max(mtime_of(st), snapshot_name_time(name).value_or(Clock::time_point{}));
+        if (when >= now_ - request_.older_than) continue;
+        report_.snapshots_removed.push_back(name);
+        if (request_.dry_run) {
+          UniqueFd dir(open_dir_at(user_fd_, name.c_str()));
+          if (dir) doomed_.count(dir.get());
+        }
+        remove(user_fd_, name, name);
+      } else if (name.starts_with(".tmp-") && mtime_of(st) < now_ - kStaleTemp) {
+        report_.temps_removed.push_back(name);
+        remove(user_fd_, name, name);
+      }
+    }
+    if (request_.dry_run) report_.bytes_freed += doomed_.unshared_bytes();
+  }
+
+  void object_temps(int objects_fd) {
+    UniqueFd tmp(open_dir_at(objects_fd, "tmp"));
+    if (!tmp) return;
+    for (const std::string& name : list_names(tmp.get())) {
+      struct stat st{};
+      if (::fstatat(tmp.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || mtime_of(st) >= now_ - kStaleTemp) continue;
+      report_.temps_removed.push_back(".objects/tmp/" + name);
+      remove(tmp.get(), name, ".objects/tmp/" + name);
+    }
+  }
+
+  void unreferenced_objects(int objects_fd) {
+    for (const std::string& fan : list_names(objects_fd)) {
+      if (fan.size() != 2 || !std::isxdigit(static_cast<unsigned char>(fan[0])) ||
+          !std::isxdigit(static_cast<unsigned char>(fan[1]))) {
+        continue;
+      }
+      UniqueFd dir(open_dir_at(objects_fd, fan.c_str()));
+      if (!dir) continue;
+      for (const std::string& name : list_names(dir.get())) {
+        struct stat st{};
+        if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        std::size_t other_links = request_.dry_run ? doomed_.links_to(st.st_ino) : 0;
+        if (st.st_nlink - other_links != 1) continue;
+        if (!request_.dry_run && ::unlinkat(dir.get(), name.c_str(), 0) != 0) {
+          if (errno != ENOENT) report_.errors.push_back(".objects/" + fan + "/" + name + ": " + errno_text(errno));
+          continue;
+        }
+        ++report_.objects_removed;
+        report_.bytes_freed += static_cast<std::uint64_t>(st.st_size);
+      }
+    }
+  }
+
+ private:
+  void remove(int dir_fd, const std::string& name, const std::string& shown) {
+    if (request_.dry_run) return;
+    std::string failed;
+    if (int err = remove_tree_at(dir_fd, name, &failed, &report_.bytes_freed); err != 0) {
+      report_.errors.push_back("cannot remove " + (failed.empty() ? shown : failed) + ": " + errno_text(err));
+    }
+  }
+
+  const GcRequest& request_;
+  int user_fd_;
+  GcReport& report_;
+  Clock::time_point now_;
+  DoomedLinks doomed_;
+};
+
+}  // namespace
+
+GcReport collect_garbage(const GcRequest& request) {
+  GcReport report;
+  if (request.user.empty() || request.user == "." || request.user == ".." ||
+      request.user.find('/') != std::string::npos) {
+    report.errors.push_back("invalid user name: '" + request.user + "'");
+    return report;
+  }
+  UniqueFd root(::open(request.staging_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    report.errors.push_back("cannot open the staging root " + request.staging_root + ": " + errno_text(errno));
+    return report;
+  }
+  UniqueFd user(open_dir_at(root.get(), request.user.c_str()));
+  if (!user) {
+    if (errno != ENOENT) report.errors.push_back("cannot open " + request.user + ": " + errno_text(errno));
+    return report;
+  }
+  Collector collector(request, user.get(), report);
+  collector.snapshots_and_temps();
+  UniqueFd objects(open_dir_at(user.get(), ".objects"));
+  if (objects) {
+    collector.object_temps(objects.get());
+    collector.unreferenced_objects(objects.get());
+  }
+  return report;
+}
+
+}  // namespace tpurun

@@ -1,0 +1,188 @@
+// create_snapshot: list, check the size, fill a hidden temp dir from the
+// object store, make it read-only, and rename it into place.
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <thread>
+
+#include "staging/file_list.hpp"
+#include "staging/file_placer.hpp"
+#include "staging/fs_util.hpp"
+#include "staging/git_info.hpp"
+#include "staging/object_store.hpp"
+#include "staging/size_guard.hpp"
+#include "staging/snapshot_build.hpp"
+#include "staging/snapshot_name.hpp"
+#include "staging/stat_cache.hpp"
+#include "tpurun/staging.hpp"
+
+namespace tpurun {
+namespace {
+
+using namespace staging;
+
+constexpr int kNameAttempts = 20;
+// Files changed this recently are not trusted to the stat cache (see put()).
+constexpr std::int64_t kRacyWindowNs = 2'000'000'000;
+
+// Removes the hidden temp dir unless the snapshot made it into place.
+class TempDirGuard {
+ public:
+  TempDirGuard(int parent_fd, std::string name) : parent_fd_(parent_fd), name_(std::move(name)) {}
+  ~TempDirGuard() {
+    if (!name_.empty()) remove_tree_at(parent_fd_, name_);
+  }
+  void release() { name_.clear(); }
+
+ private:
+  int parent_fd_;
+  std::string name_;
+};
+
+std::optional<StageError> check_user(const std::string& user) {
+  if (user.empty() || user == "." || user == ".." || user.find('/') != std::string::npos) {
+    return StageError{"invalid user name for the staging directory: '" + user + "'"};
+  }
+  return std::nullopt;
+}
+
+Result<UniqueFd, StageError> open_user_dir(const SnapshotRequest& request) {
+  UniqueFd root(::open(request.staging_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    return unexpected(StageError{"cannot open the staging root " + request.staging_root + ": " + errno_text(errno) +
+                                 " (is the shared file system mounted?)"});
+  }
+  if (::mkdirat(root.get(), request.user.c_str(), 0755) == 0) {
+    ::fchmodat(root.get(), request.user.c_str(), 0755, 0);  // whatever the umask
+  } else if (errno != EEXIST) {
+    return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user + ": " +
+                                 errno_text(errno)});
+  }
+  UniqueFd user(open_dir_at(root.get(), request.user.c_str()));
+  if (!user) {
+    return unexpected(StageError{"cannot open " + request.staging_root + "/" + request.user + ": " +
+                                 errno_text(errno) + (errno == ELOOP ? " (it must be a directory, not a symlink)" : "")});
+  }
+  return user;
+}
+
+std::int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+}
+
+// rename(2) that never replaces: renameat2(RENAME_NOREPLACE), or where that
+// is not supported (older NFS), a check for the name first.
+int rename_no_replace(int dir_fd, const std::string& from, const std::string& to) {
+  if (::renameat2(dir_fd, from.c_str(), dir_fd, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return errno;
+  struct stat st{};
+  if (::fstatat(dir_fd, to.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return EEXIST;
+  return ::renameat(dir_fd, from.c_str(), dir_fd, to.c_str()) == 0 ? 0 : errno;
+}
+
+struct Listing {
+  GitInfo git;
+  SourceListing source;
+};
+
+Result<Listing, StageError> list_project(const SnapshotRequest& request, int source_fd, ProcessRunner& processes,
+                                         const CancelToken& cancel) {
+  auto git = read_git_info(request.source_dir, processes);
+  if (!git) return unexpected(git.error());
+  IgnoreRules rules = load_ignore_rules(source_fd);
+  auto source = git->is_repo ? list_git_files(request.source_dir, source_fd, rules, processes, cancel)
+                             : walk_files(source_fd, rules, cancel);
+  if (!source) return unexpected(source.error());
+  git->dirty = git->dirty || source->untracked > 0;
+  return Listing{std::move(*git), std::move(*source)};
+}
+
+}  // namespace
+
+Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& request, ProcessRunner& processes,
+                                                   const CancelToken& cancel,
+                                                   const std::function<void(const SnapshotProgress&)>& progress) {
+  if (auto bad = check_user(request.user)) return unexpected(*bad);
+  std::int64_t started_ns = realtime_ns();
+  UniqueFd source_fd(::open(request.source_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!source_fd) {
+    return unexpected(StageError{"cannot open the project directory " + request.source_dir + ": " + errno_text(errno)});
+  }
+  auto listing = list_project(request, source_fd.get(), processes, cancel);
+  if (!listing) return unexpected(listing.error());
+  const std::vector<SourceFile>& files = listing->source.files;
+  if (auto too_big = check_size_limit(files, request.size_limit)) return unexpected(*too_big);
+  if (cancel.cancelled()) return unexpected(cancelled_error());
+
+  auto user_fd = open_user_dir(request);
+  if (!user_fd) return unexpected(user_fd.error());
+  auto store = ObjectStore::open(user_fd->get());
+  if (!store) return unexpected(StageError{store.error()});
+  StatCache cache = StatCache::load(request.stat_cache_dir, canonical(request.source_dir));
+  cache.set_racy_after(started_ns - kRacyWindowNs);
+
+  auto now = request.now == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now() : request.now;
+  auto suffix = [&] { return request.random_suffix ? request.random_suffix() : random_suffix(); };
+  const std::string sha = short_sha(listing->git);
+  std::string name = snapshot_name(now, suffix(), sha);
+  std::string temp;
+  for (int attempt = 0;; ++attempt) {
+    temp = fmt::format(".tmp-{}-{}", name, ::getpid());
+    if (::mkdirat(user_fd->get(), temp.c_str(), 0755) == 0) break;
+    if (errno != EEXIST || attempt == kNameAttempts) {
+      return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user + "/" + temp + ": " +
+                                   errno_text(errno)});
+    }
+    name = snapshot_name(now, suffix(), sha);  // another thread of ours builds this name
+  }
+  TempDirGuard guard(user_fd->get(), temp);
+  UniqueFd tree_fd(open_dir_at(user_fd->get(), temp.c_str()));
+  if (!tree_fd) return unexpected(write_error(temp, errno));
+
+  unsigned threads = request.threads != 0 ? request.threads : std::min(2u, std::max(1u, std::thread::hardware_concurrency()));
+  auto filled = fill_tree(TreeInput{files, source_fd.get(), tree_fd.get(), *store, cache, cancel, progress, threads});
+  if (!filled) return unexpected(filled.error());
+  if (int err = make_read_only(tree_fd.get(), files); err != 0) return unexpected(write_error(temp, err));
+  if (cancel.cancelled()) return unexpected(cancelled_error());
+
+  for (int attempt = 0;; ++attempt) {
+    int err = rename_no_replace(user_fd->get(), temp, name);
+    if (err == 0) break;
+    if ((err != EEXIST && err != ENOTEMPTY) || attempt == kNameAttempts) {
+      return unexpected(StageError{"cannot rename the snapshot into place as " + name + ": " + errno_text(err)});
+    }
+    name = snapshot_name(now, suffix(), sha);
+  }
+  guard.release();
+
+  StagedSnapshot staged;
+  staged.dir = canonical(request.staging_root) + "/" + request.user + "/" + name;
+  staged.name = name;
+  staged.git = std::move(listing->git);
+  staged.tree_hash = tree_hash(files, filled->hashes).hex();
+  staged.files = files.size();
+  staged.bytes = filled->bytes;
+  staged.bytes_reused = filled->bytes_reused;
+  staged.files_read = filled->files_read;
+  staged.notes = std::move(listing->source.notes);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!files[i].symlink) cache.put(files[i].path, files[i].stamp, filled->hashes[i]);
+  }
+  if (std::string error = cache.save(); !error.empty()) staged.notes.push_back(error);
+  return staged;
+}
+
+}  // namespace tpurun

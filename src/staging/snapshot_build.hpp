@@ -1,0 +1,45 @@
+#pragma once
+// Fills the hidden temp dir of a snapshot with the listed files (a few
+// threads, each placing runs of consecutive files), then makes it read-only.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "staging/content_hash.hpp"
+#include "staging/object_store.hpp"
+#include "staging/source_file.hpp"
+#include "staging/stat_cache.hpp"
+#include "tpurun/cancel.hpp"
+#include "tpurun/result.hpp"
+#include "tpurun/staging.hpp"
+
+namespace tpurun::staging {
+
+struct TreeInput {
+  const std::vector<SourceFile>& files;  // sorted by path
+  int source_fd;
+  int tree_fd;  // the hidden temp dir
+  ObjectStore& store;
+  const StatCache& cache;
+  const CancelToken& cancel;
+  const std::function<void(const SnapshotProgress&)>& progress;
+  unsigned threads = 1;
+};
+
+struct FilledTree {
+  std::vector<ContentHash> hashes;  // per file; zero for symlinks
+  std::size_t files_read = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t bytes_reused = 0;
+};
+
+// On error the tree is left as is; the caller removes it.
+Result<FilledTree, StageError> fill_tree(const TreeInput& input);
+
+// Directories 0555 (files are read-only objects already). 0 or errno.
+int make_read_only(int tree_fd, const std::vector<SourceFile>& files);
+
+// XXH3-128 over the sorted (path, mode, content hash or link target) list.
+ContentHash tree_hash(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes);
+
+}  // namespace tpurun::staging

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# tpurun stage: the job runs inside an immutable snapshot on every worker with
+# the right environment, detached from the client; re-staging reuses content;
+# logs/runs/gc work on the records it leaves.
+source "$(dirname "$0")/lib.sh"
+N=$FAKEPOD_WORKERS
+proj=$(make_project alice proj)
+as_user alice git -C "$proj" init -q
+as_user alice git -C "$proj" -c user.name=a -c user.email=a@x add -A
+as_user alice git -C "$proj" -c user.name=a -c user.email=a@x commit -qm init
+cat >"$proj/probe.sh" <<'SH'
+echo "cwd=$(pwd)"
+echo "run=$TPURUN_RUN_ID worker=$TPURUN_WORKER of=$TPURUN_NUM_WORKERS logdir=$TPURUN_LOG_DIR foo=$FOO"
+echo "stdin=$(cat | wc -c)"
+sleep "${1:-0}"
+echo "data=$(cat data.txt)"
+exit $(( TPURUN_WORKER % 3 ))
+SH
+echo v1 >"$proj/data.txt"
+chown alice: "$proj/probe.sh" "$proj/data.txt"
+sha=$(as_user alice git -C "$proj" rev-parse --short=7 HEAD)
+run_dirs() { ls -d /srv/tpurun-nfs/logs/alice/proj/*/ 2>/dev/null | sort; }
+# new_run_dir BEFORE: the run dir that is not in the list BEFORE (run ids made
+# in the same second sort by their random part, so "the last one" can lie).
+new_run_dir() { comm -13 <(echo "$1") <(run_dirs) | head -1; }
+
+# The job runs in the snapshot on every worker, with the TPURUN_* env and --env;
+# exit codes differ per worker and the largest one is tpurun's.
+before=$(run_dirs)
+expect_exit 2 tpurun_as alice -C "$proj" stage --tag t=1 --env FOO='bar baz' -- sh probe.sh
+run_dir=$(new_run_dir "$before"); run_id=$(basename "$run_dir")
+[[ $run_id =~ ^[0-9]{8}_[0-9]{6}_[a-z0-9]{6}_sim_t1$ ]] || fail "bad run id $run_id"
+snap=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['staged_dir'])" "$run_dir/run.json")
+[[ $(basename "$snap") =~ ^[0-9]{12}-[a-z0-9]{6}-$sha-code$ ]] || fail "bad snapshot name $snap"
+for i in $(seq 0 $((N - 1))); do
+  assert_contains "$OUT" "[w$i $(worker_ip "$i")] cwd=$snap"
+  assert_contains "$OUT" "[w$i $(worker_ip "$i")] run=$run_id worker=$i of=$N logdir=${run_dir%/} foo=bar baz"
+  assert_contains "$OUT" "[w$i $(worker_ip "$i")] stdin=0"
+  assert_eq "$(cat "$run_dir/worker$i.exit")" "$(( i % 3 ))"
+  read -r pid pgid <"$run_dir/worker$i.pid"
+  assert_eq "$pid" "$pgid" "the job leads its own process group"
+done
+assert_contains "$ERR" "w2 $(worker_ip 2): exited with code 2"
+python3 - "$run_dir/run.json" "$run_id" "$snap" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for k in ("run_id", "user", "pod", "workers", "command", "env", "staged_dir", "git", "tree_hash", "created_at"):
+    assert k in r, k
+assert r["run_id"] == sys.argv[2] and r["staged_dir"] == sys.argv[3] and r["user"] == "alice"
+assert r["command"] == ["sh", "probe.sh"] and r["env"] == {"FOO": "bar baz"}, r
+assert len(r["git"]["sha"]) == 40 and r["git"]["dirty"] is True  # probe.sh is untracked
+PY
+# The snapshot is read-only.
+if as_user alice touch "$snap/new-file" 2>/dev/null; then fail "snapshot is writable"; fi
+
+# Editing the source tree afterwards does not change a running job; detach and reattach.
+expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- sh probe.sh 3
+run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
+echo v2 >"$proj/data.txt"
+expect_exit 2 tpurun_as alice -C "$proj" logs "$run_id" -f
+assert_eq "$(grep -c 'data=v1' <<<"$OUT")" "$N"
+assert_not_contains "$OUT" "data=v2"
+assert_contains "$ERR" "run $run_id: "
+expect_exit 0 tpurun_as alice -C "$proj" logs "${run_id:0:22}" --worker 1
+assert_contains "$OUT" "[w1 $(worker_ip 1)] data=v1"
+assert_not_contains "$OUT" "[w0 "
+
+# Re-staging an unchanged tree reuses the stored content: same inode, more links.
+expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
+s1=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
+expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
+s2=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
+[[ $s1 != "$s2" ]] || fail "two stages got the same dir"
+assert_eq "$(stat -c %i "$s1/train.py")" "$(stat -c %i "$s2/train.py")"
+(( $(stat -c %h "$s2/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
+
+# SIGKILL of the client mid-run: every job still finishes and records its exit code.
+before=$(run_dirs)
+as_user alice -C "$proj" "$TPURUN" --config "$FAKEPOD_CONFIG" stage -- sh probe.sh 3 >/dev/null 2>&1 &
+client=$!
+for _ in $(seq 100); do
+  run_dir=$(new_run_dir "$before")
+  [[ -n $run_dir && $(ls "$run_dir"/worker*.pid 2>/dev/null | wc -l) == "$N" ]] && break
+  sleep 0.1
+done
+[[ -n $run_dir ]] || fail "the run did not start"
+kill -KILL "$(pgrep -P "$client" | head -1)"
+wait "$client" 2>/dev/null || true
+for _ in $(seq 100); do [[ $(ls "$run_dir"/worker*.exit 2>/dev/null | wc -l) == "$N" ]] && break; sleep 0.1; done
+for i in $(seq 0 $((N - 1))); do
+  assert_eq "$(cat "$run_dir/worker$i.exit" 2>/dev/null)" "$(( i % 3 ))" "worker $i exit record"
+done
+
+# runs lists them with per-worker states.
+expect_exit 0 tpurun_as alice -C "$proj" runs --json
+python3 - "$OUT" "$(basename "$run_dir")" "$N" <<'PY'
+import json, sys
+runs = json.loads(sys.argv[1])["runs"]
+r = [x for x in runs if x["run_id"] == sys.argv[2]][0]
+states = sorted(w["state"] for w in r["workers"])
+assert states == ["exited"] * int(sys.argv[3]), states
+PY
+expect_exit 0 tpurun_as alice -C "$proj" runs
+assert_contains "$OUT" "exited(0)"
+
+# A worker that is down: the others launch and run; tpurun says so and exits 255.
+stop_worker 6
+expect_exit 255 tpurun_as alice -C "$proj" stage -- true
+assert_contains "$ERR" "w6 $(worker_ip 6): cannot connect"
+assert_contains "$ERR" "the job runs on $((N - 1)) workers only"
+fakepod start-worker 6
+
+# --dry-run changes nothing.
+before=$(ls /srv/tpurun-nfs/staging/alice | wc -l)
+expect_exit 0 tpurun_as alice -C "$proj" stage --dry-run -- python3 train.py
+assert_contains "$OUT" "dry run"
+assert_eq "$(ls /srv/tpurun-nfs/staging/alice | wc -l)" "$before"
+
+# gc removes only the caller's old snapshots, never another user's.
+bobproj=$(make_project bob proj)
+expect_exit 0 tpurun_as bob -C "$bobproj" stage --detach -- true
+bob_snaps=$(ls /srv/tpurun-nfs/staging/bob | grep -c -- '-code$')
+expect_exit 0 tpurun_as alice -C "$proj" gc --older-than 0s --dry-run
+assert_contains "$OUT" "would remove"
+(( $(ls /srv/tpurun-nfs/staging/alice | grep -c -- '-code$') > 0 )) || fail "dry run removed snapshots"
+expect_exit 0 tpurun_as alice -C "$proj" gc --older-than 0s
+assert_eq "$(ls /srv/tpurun-nfs/staging/alice | grep -c -- '-code$' || true)" "0"
+assert_eq "$(ls /srv/tpurun-nfs/staging/bob | grep -c -- '-code$')" "$bob_snaps"
+pass

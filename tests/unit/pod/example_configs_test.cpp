@@ -1,0 +1,51 @@
+// The files in configs/ are documentation; this keeps them true.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fakes/system_fakes.hpp"
+#include "tpurun/config.hpp"
+
+namespace tpurun {
+namespace {
+
+namespace fs = std::filesystem;
+
+// CMake compiles with absolute source paths, so the repository is found
+// from this file without a configure-time definition.
+fs::path example(const std::string& name) {
+  return fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "configs" /
+         name;
+}
+
+ConfigFile parse_example(const std::string& name) {
+  std::ifstream in(example(name));
+  std::stringstream text;
+  text << in.rdbuf();
+  testing::FakeEnvironment env(
+      std::map<std::string, std::string>{{"HOME", "/home/alice"}, {"USER", "alice"}});
+  return parse_config(text.str(), name, env);
+}
+
+TEST(ExampleConfigsTest, SimulatorConfigParses) {
+  ASSERT_TRUE(fs::exists(example("sim.jsonc"))) << example("sim.jsonc");
+  ConfigFile config = parse_example("sim.jsonc");
+  EXPECT_EQ(config.default_pod, "sim");
+  EXPECT_EQ(config.pods.at("sim").workers.size(), 4u);
+  EXPECT_EQ(config.pods.at("sim").ssh.identity_file, "/home/alice/.ssh/id_ed25519");
+  EXPECT_EQ(config.pods.at("sim").staging_root, "/srv/tpurun-nfs/staging");
+}
+
+TEST(ExampleConfigsTest, GcloudConfigParses) {
+  ASSERT_TRUE(fs::exists(example("gcloud-v4-32.jsonc")));
+  ConfigFile config = parse_example("gcloud-v4-32.jsonc");
+  const PodConfig& pod = config.pods.at("v4-32");
+  ASSERT_TRUE(pod.gcloud.has_value());
+  EXPECT_EQ(pod.gcloud->name, "kmh-tpuvm-v4-32-1");
+  EXPECT_EQ(pod.ssh.identity_file, "/home/alice/.ssh/google_compute_engine");
+}
+
+}  // namespace
+}  // namespace tpurun
