@@ -12,7 +12,7 @@
 namespace tpurun::cli {
 namespace {
 
-constexpr size_t kCommandWidth = 48;
+constexpr size_t kCommandWidth = 64;
 
 std::string victim_line(const Victim& v) {
   const ScannedProcess& p = v.process;

@@ -15,7 +15,7 @@
 namespace tpurun::cli {
 namespace {
 
-constexpr size_t kCommandWidth = 48;
+constexpr size_t kCommandWidth = 64;
 
 // "w[0-1,7]" -> "0-1,7", the --worker argument that selects the same set.
 std::string worker_arg(const std::vector<int>& indices) {
@@ -27,7 +27,8 @@ std::string jobs_summary(const std::vector<HolderJob>& jobs, size_t width, bool 
   std::vector<std::string> parts;
   for (const HolderJob& job : jobs) {
     std::string run = job.leader.run_id ? " [run " + *job.leader.run_id + "]" : "";
-    std::string part = (with_user ? job.leader.user + ": " : "") + truncate_text(job.leader.command, width) + run;
+    std::string part =
+        (with_user ? job.leader.user + ": " : "") + truncate_text(short_command(job.leader.command), width) + run;
     if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
   }
   return fmt::format("{}", fmt::join(parts, "; "));

@@ -19,6 +19,21 @@ std::string truncate_text(std::string_view text, size_t width) {
   return std::string(text);
 }
 
+std::string short_command(std::string_view command) {
+  std::string out;
+  size_t i = 0;
+  while (i < command.size()) {
+    size_t end = command.find(' ', i);
+    if (end == std::string_view::npos) end = command.size();
+    std::string_view word = command.substr(i, end - i);
+    if (word.size() > 1 && word.front() == '/' && word.back() != '/') word = word.substr(word.rfind('/') + 1);
+    out.append(word);
+    if (end < command.size()) out.push_back(' ');
+    i = end + 1;
+  }
+  return out;
+}
+
 std::vector<HolderJob> holder_jobs(const std::vector<ScannedProcess>& holders) {
   std::map<std::pair<int, int>, std::vector<const ScannedProcess*>> by_group;  // (uid, pgid)
   for (const ScannedProcess& p : holders) {

@@ -13,6 +13,10 @@ namespace tpurun::cli {
 // At most `width` characters (UTF-8 code points), "..." marking a cut.
 std::string truncate_text(std::string_view text, size_t width);
 
+// For summaries: absolute paths shortened to their last part, so that
+// "python3 /home/bob/proj/train.py --x" reads "python3 train.py --x".
+std::string short_command(std::string_view command);
+
 // A job: the processes of one process group that hold the TPU, shown by its
 // leader (the group leader when it holds a device, else the oldest holder).
 struct HolderJob {
