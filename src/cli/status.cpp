@@ -45,9 +45,9 @@ std::string row_detail(const WorkerScanResult& r) {
     case TpuState::busy_other:
       if (others.empty()) return fmt::format("the libtpu lock is held by pid {}, which could not be inspected",
                                              s.lockfile.holder_pid.value_or(0));
-      return jobs_summary(holder_jobs(others), 40, true);
+      return jobs_summary(holder_jobs(others), 48, true);
     case TpuState::busy_self:
-      return "yours: " + jobs_summary(holder_jobs(mine), 40, false);
+      return "yours: " + jobs_summary(holder_jobs(mine), 48, false);
     case TpuState::stale_lock:
       return fmt::format("{} left by {}; no process holds the TPU{}", kLibtpuLockfile, lock_owner,
                          s.lockfile.owner && s.lockfile.owner->uid == s.caller_uid ? " (yours: blocks others, not you)"

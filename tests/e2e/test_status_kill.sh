@@ -61,7 +61,7 @@ assert_contains "$(row w6)" "[run e2e-run-6]"
 # Whom to contact: user, pid, command for each of bob's jobs.
 grep -qE "^  w1 +bob +$bob1 +[0-9smhd]+ +python3 .*train.py --forever" <<<"$OUT" || fail "bob's job on w1 not listed: $OUT"
 grep -qE "^  w5 +bob +$bob5 " <<<"$OUT" || fail "bob's job on w5 not listed: $OUT"
-assert_contains "$OUT" "w7: /tmp/tpu_logs belongs to bob"
+assert_contains "$OUT" "w[3,7]: /tmp/tpu_logs belongs to bob"
 assert_contains "$OUT" "tpurun kill --worker 3"
 
 expect_exit 1 tpurun_as alice status --json
