@@ -15,14 +15,15 @@ namespace {
 class TreeIndex {
  public:
   explicit TreeIndex(const LockScan& scan) {
+    // Holders come first: their records also name their devices. They are in
+    // the process table too, unless the scan was made without one (then the
+    // plan covers the holders alone).
+    for (const ScannedProcess& p : scan.holders) by_pid_[p.pid] = &p;
+    if (scan.lock_holder) by_pid_.try_emplace(scan.lock_holder->pid, &*scan.lock_holder);
     for (const ScannedProcess& p : scan.processes) {
-      by_pid_[p.pid] = &p;
+      by_pid_.try_emplace(p.pid, &p);
       children_[p.ppid].push_back(p.pid);
     }
-    // Holders are in the process table too, unless the scan was made without
-    // one (then the plan covers the holders alone).
-    for (const ScannedProcess& p : scan.holders) by_pid_.try_emplace(p.pid, &p);
-    if (scan.lock_holder) by_pid_.try_emplace(scan.lock_holder->pid, &*scan.lock_holder);
     // The scan's own shell and everything above it (sshd, or tpurun itself
     // for a local pod) are never part of a job, whatever their group.
     for (int pid = scan.self_pid; pid > 0 && protected_.insert(pid).second;) {
@@ -96,7 +97,7 @@ KillPlan plan_kill(const LockScan& scan, const KillOptions& options) {
     if (mine(*p) && (!options.run_id || in_run(*p))) {
       seeds.emplace_back(p, holder_reason(*p));
     } else if (!mine(*p) && options.force) {
-      seeds.emplace_back(p, holder_reason(*p) + " (--force)");
+      seeds.emplace_back(p, holder_reason(*p) + ", --force");
     } else if (!mine(*p)) {
       plan.spared.push_back(*p);
     }

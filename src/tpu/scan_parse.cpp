@@ -205,7 +205,13 @@ class ScanParser {
     };
     for (ScannedProcess& p : scan_.holders) attach(p);
     if (scan_.lock_holder) attach(*scan_.lock_holder);
-    for (ScannedProcess& p : scan_.processes) attach(p);
+    // The process table carries uids only; name them where another record did.
+    std::map<int, std::string> names{{scan_.caller_uid, scan_.caller_user}};
+    for (const auto& [pid, p] : info_) names.emplace(p.uid, p.user);
+    for (ScannedProcess& p : scan_.processes) {
+      attach(p);
+      if (auto name = names.find(p.uid); name != names.end()) p.user = name->second;
+    }
     std::sort(scan_.processes.begin(), scan_.processes.end(),
               [](const ScannedProcess& a, const ScannedProcess& b) { return a.pid < b.pid; });
     return std::move(scan_);

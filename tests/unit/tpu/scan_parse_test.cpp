@@ -122,6 +122,8 @@ TEST(ParseScanTest, ProcessTableWithRunIds) {
   EXPECT_EQ(scan->processes[0].pid, 1);  // sorted by pid
   EXPECT_EQ(scan->processes[1].run_id, "run-a");
   EXPECT_EQ(scan->processes[1].uid, 1001);
+  EXPECT_EQ(scan->processes[1].user, "alice");  // named after the caller record
+  EXPECT_EQ(scan->processes[0].user, "");       // root: no record named uid 0
   EXPECT_EQ(scan->processes[2].command, "");
 }
 
