@@ -131,7 +131,7 @@ fi
 set -f
 lf=/tmp/libtpu_lockfile
 if [ "$want_ino" != - ]; then
-  if st=$(stat -c '%i %D' "$lf"); then
+  if st=$(stat -c '%i %d' "$lf"); then
     set -- $st
     lock_state "$1" "$2"
     if [ "$1" != "$want_ino" ]; then

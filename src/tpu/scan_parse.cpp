@@ -89,10 +89,27 @@ class ScanParser {
     auto header = std::find(lines.begin(), lines.end(), kHeader);
     if (header == lines.end()) return fail(0, "no 'TPURUN-SCAN 1' header in the scan's output");
     size_t n = static_cast<size_t>(header - lines.begin()) + 1;
+    std::string block;  // inside "begin X" ... "end X": lines of X without the keyword
     for (; n < lines.size(); ++n) {
-      if (lines[n] == "end") return finish();
-      if (lines[n].empty()) continue;
-      if (auto error = record(lines[n]); !error.empty()) return fail(n + 1, error);
+      const std::string_view line = lines[n];
+      std::string error;
+      if (!block.empty()) {
+        if (line == "end " + block) {
+          block.clear();
+        } else if (block == "runid") {
+          run_id_line(line);
+        } else if (!line.empty()) {
+          error = record(block + " " + std::string(line));
+        }
+      } else if (line == "end") {
+        return finish();
+      } else if (line.rfind("begin ", 0) == 0) {
+        block = std::string(line.substr(6));
+        if (block != "pinfo" && block != "proc" && block != "runid") error = "unknown block '" + sanitize(block) + "'";
+      } else if (!line.empty()) {
+        error = record(line);
+      }
+      if (!error.empty()) return fail(n + 1, error);
     }
     return fail(0, "the scan's output ended early (no 'end' line): the scan was cut off");
   }
@@ -151,10 +168,6 @@ class ScanParser {
       }
       p.command = sanitize(rest);
       scan_.processes.push_back(std::move(p));
-    } else if (kind == "runid") {
-      int pid = 0;
-      if (!split_fields(args, 1, f, &rest) || !to_int(f[0], pid)) return bad("want PID VALUE");
-      if (!rest.empty()) run_ids_[pid] = sanitize(rest.substr(0, 200));
     } else if (kind == "denied") {
       if (!split_fields(args, 1, f) || !to_int(f[0], scan_.denied)) return bad("want N");
       seen_denied_ = true;
@@ -162,6 +175,18 @@ class ScanParser {
       return fmt::format("unknown record '{}'", sanitize(kind.substr(0, 40)));
     }
     return {};
+  }
+
+  // "/proc/PID/environ:TPURUN_RUN_ID=VALUE", as grep -H prints it. Anything
+  // else is a value's own text (newlines were made spaces) and is skipped.
+  void run_id_line(std::string_view line) {
+    constexpr std::string_view prefix = "/proc/", key = "/environ:TPURUN_RUN_ID=";
+    if (line.substr(0, prefix.size()) != prefix) return;
+    size_t key_at = line.find(key);
+    int pid = 0;
+    if (key_at == std::string_view::npos || !to_int(line.substr(prefix.size(), key_at - prefix.size()), pid)) return;
+    std::string_view value = line.substr(key_at + key.size());
+    if (!value.empty()) run_ids_[pid] = sanitize(value.substr(0, 200));
   }
 
   template <typename Bad>

@@ -20,13 +20,13 @@ shift "$n"
 if [ $# -gt 0 ]; then shift; else set -- -false; fi
 )sh";
 
-// lock_state INODE DEV_HEX: is a lock held on that file? /proc/locks names
-// files as MAJOR:MINOR:INODE (hex, hex, decimal) and is world-readable, so
-// this works without root. Sets held=0|1 and lpid (the holder, or -).
+// lock_state INODE DEV: is a lock held on that file (DEV: st_dev, decimal)?
+// /proc/locks names files as MAJOR:MINOR:INODE (hex, hex, decimal) and is
+// world-readable, so this works without root. Sets held=0|1 and lpid (the
+// holder, or -).
 const char* const kShLockFunction = R"sh(lock_state() {
   held=0 lpid=-
-  _d=$((0x$2))
-  _maj=$(( (_d >> 8) & 0xfff )) _min=$(( (_d & 0xff) | ((_d >> 12) & 0xfff00) ))
+  _maj=$(( ($2 >> 8) & 0xfff )) _min=$(( ($2 & 0xff) | (($2 >> 12) & 0xfff00) ))
   while read -r _ _kind _ _ _pid _where _; do
     [ "$_kind" = '->' ] && continue
     case $_where in
@@ -44,65 +44,78 @@ const char* const kShLockFunction = R"sh(lock_state() {
 
 namespace {
 
-// Output, one record per line (TPURUN-SCAN 1):
+// Output (TPURUN-SCAN 1), one record per line:
 //   caller UID USER | priv root|user | self PID
-//   hold PID DEVICE                         one per open TPU device file
+//   hold PID DEVICE                       one per open TPU device file
 //   lock 0 | lock 1 UID USER INODE HELD LOCK_PID|-
-//   logs 0 | logs 1 UID USER                /tmp/tpu_logs
-//   pinfo PID UID USER PGID SID PPID ELAPSED ARGS...   holders and the lock holder
-//   proc PID PPID PGID SID UID ELAPSED ARGS...          kill mode: every process
-//   runid PID VALUE
-//   denied N                                fd dirs we could not read (partial view)
+//   logs 0 | logs 1 UID USER              /tmp/tpu_logs
+//   begin pinfo ... end pinfo             ps lines: PID UID USER PGID SID PPID ELAPSED ARGS
+//                                         for the holders and the lock's holder
+//   begin proc ... end proc               kill mode, every process: PID PPID PGID SID UID ELAPSED ARGS
+//   begin runid ... end runid             grep lines: /proc/PID/environ:TPURUN_RUN_ID=VALUE
+//   denied N                              fd dirs that could not be read (partial view)
 //   end
+// Every external program costs a fork and an exec on each worker, so there
+// are few: one find looks at the fds and at both files, and ps and grep run
+// only when something holds the TPU (or for kill).
 const char* const kScanHead = R"sh(mode=$1
 shift
-uid=$(id -u)
+uid=
+while read -r _k _ _e _; do
+  if [ "$_k" = Uid: ]; then uid=$_e; break; fi
+done </proc/self/status
 if [ "$uid" = 0 ] && [ -n "${SUDO_UID:-}" ]; then
-  cuid=$SUDO_UID cuser=${SUDO_USER:-$SUDO_UID}
+  cuid=$SUDO_UID cuser=${SUDO_USER:-$SUDO_UID} priv=root
+elif [ "$uid" = 0 ]; then
+  cuid=0 cuser=root priv=root
 else
   cuid=$uid cuser=$(id -un) || cuser=$uid
+  priv=user
 fi
-priv=user
-[ "$uid" = 0 ] && priv=root
 printf 'TPURUN-SCAN 1\ncaller %s %s\npriv %s\nself %s\n' "$cuid" "$cuser" "$priv" "$$"
 )sh";
 
-const char* const kScanBody = R"sh(found=$(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( "$@" \) -printf '%h %l\n' 2>&1)
-denied=0 pids= last=
-while read -r a b; do
-  case $a in
-    /proc/*/fd)
+const char* const kScanBody = R"sh(found=$(find /proc/[0-9]*/fd /tmp/libtpu_lockfile /tmp/tpu_logs -maxdepth 1 \
+  \( -path '/tmp/*' -prune -printf 'F %p %U %u %i %D\n' \) -o \( \( "$@" \) -printf 'H %h %l\n' \) 2>&1)
+set -f
+denied=0 pids= last= lock='lock 0' logs='logs 0'
+while read -r kind a rest; do
+  case $kind in
+    H)
       p=${a#/proc/}
       p=${p%/fd}
-      printf 'hold %s %s\n' "$p" "$b"
+      printf 'hold %s %s\n' "$p" "$rest"
       if [ "$p" != "$last" ]; then pids=$pids${pids:+,}$p last=$p; fi ;;
+    F)
+      set -- $rest
+      case $a in
+        /tmp/libtpu_lockfile)
+          lock_state "$3" "$4"
+          lock="lock 1 $1 $2 $3 $held $lpid" ;;
+        /tmp/tpu_logs) logs="logs 1 $1 $2" ;;
+      esac ;;
     *)
-      case $b in *'Permission denied') denied=$((denied + 1)) ;; esac ;;
+      case $rest in *'Permission denied') denied=$((denied + 1)) ;; esac ;;
   esac
 done <<EOF
 $found
 EOF
-
-set -f
-if st=$(stat -c '%u %U %i %D' /tmp/libtpu_lockfile); then
-  set -- $st
-  lock_state "$3" "$4"
-  printf 'lock 1 %s %s %s %s %s\n' "$1" "$2" "$3" "$held" "$lpid"
-  case ",$pids," in
-    *",$lpid,"*) ;;
-    *) [ "$held" = 1 ] && [ "$lpid" -gt 0 ] && pids=$pids${pids:+,}$lpid ;;
-  esac
-else
-  echo 'lock 0'
-fi
-if st=$(stat -c '%u %U' /tmp/tpu_logs); then echo "logs 1 $st"; else echo 'logs 0'; fi
+printf '%s\n%s\n' "$lock" "$logs"
+case $lock in
+  'lock 1 '*' 1 '[1-9]*)
+    case ",$pids," in *",$lpid,"*) ;; *) pids=$pids${pids:+,}$lpid ;; esac ;;
+esac
 
 if [ -n "$pids" ]; then
-  LC_ALL=C.UTF-8 ps -ww -o pid=,uid=,user:32=,pgid=,sid=,ppid=,etimes=,args= -p "$pids" | sed 's/^ */pinfo /'
+  echo 'begin pinfo'
+  LC_ALL=C.UTF-8 ps -ww -o pid=,uid=,user:32=,pgid=,sid=,ppid=,etimes=,args= -p "$pids"
+  echo 'end pinfo'
 fi
 set --
 if [ "$mode" = kill ]; then
-  LC_ALL=C.UTF-8 ps -e -ww -o pid=,ppid=,pgid=,sid=,uid=,etimes=,args= | sed 's/^ */proc /'
+  echo 'begin proc'
+  LC_ALL=C.UTF-8 ps -e -ww -o pid=,ppid=,pgid=,sid=,uid=,etimes=,args=
+  echo 'end proc'
   set +f
   set -- /proc/[0-9]*/environ
 else
@@ -112,8 +125,9 @@ else
 '
 fi
 if [ $# -gt 0 ]; then
-  grep -azH '^TPURUN_RUN_ID=' "$@" | tr '\0\n' '\n ' |
-    sed -n 's|^/proc/\([0-9][0-9]*\)/environ:TPURUN_RUN_ID=|runid \1 |p'
+  echo 'begin runid'
+  grep -azH '^TPURUN_RUN_ID=' "$@" | tr '\0\n' '\n '
+  echo 'end runid'
 fi
 printf 'denied %s\nend\n' "$denied"
 )sh";

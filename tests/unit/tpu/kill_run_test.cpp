@@ -23,12 +23,16 @@ hold 100 /dev/accel0
 hold 101 /dev/accel0
 lock 1 1001 alice 3 1 100
 logs 0
-pinfo 100 1001 alice 100 100 1 50 python3 train.py
-pinfo 101 1001 alice 100 100 100 50 python3 train.py
-proc 1 0 0 0 0 500 init
-proc 100 1 100 100 1001 50 python3 train.py
-proc 101 100 100 100 1001 50 python3 train.py
-proc 900 1 0 0 0 0 sh -s -- kill
+begin pinfo
+    100  1001 alice   100   100     1    50 python3 train.py
+    101  1001 alice   100   100   100    50 python3 train.py
+end pinfo
+begin proc
+      1       0       0       0     0     500 init
+    100       1     100     100  1001      50 python3 train.py
+    101     100     100     100  1001      50 python3 train.py
+    900       1       0       0     0       0 sh -s -- kill
+end proc
 denied 0
 end
 )";

@@ -22,12 +22,16 @@ hold 407 /dev/accel0
 hold 408 /dev/accel3
 lock 1 1002 bob 3 1 406
 logs 1 1002 bob
-pinfo 406  1002 bob                                  406     406       1    7980 python3 train.py --forever --children 2
-pinfo 407  1002 bob                                  406     406     406    7979 python3 train.py --forever --children 2
-pinfo 408  1002 bob                                  406     406     406    7979 python3 train.py --forever --children 2
-runid 406 20250101-run-b
-runid 407 20250101-run-b
-runid 408 20250101-run-b
+begin pinfo
+    406  1002 bob                                  406     406       1    7980 python3 train.py --forever --children 2
+    407  1002 bob                                  406     406     406    7979 python3 train.py --forever --children 2
+    408  1002 bob                                  406     406     406    7979 python3 train.py --forever --children 2
+end pinfo
+begin runid
+/proc/406/environ:TPURUN_RUN_ID=20250101-run-b
+/proc/407/environ:TPURUN_RUN_ID=20250101-run-b
+/proc/408/environ:TPURUN_RUN_ID=20250101-run-b
+end runid
 denied 0
 end
 )";

@@ -62,10 +62,13 @@ TEST(ParseScanTest, CommandsKeepSpacesUnicodeAndLoseControlCharacters) {
 TEST(ParseScanTest, InjectedLinesAreErrorsNotRecords) {
   auto scan = parse_scan(
       "TPURUN-SCAN 1\ncaller 1001 alice\npriv root\nlock 0\nlogs 0\n"
-      "pinfo 5 1001 alice 5 5 1 3 evil\nfakeholder 1 0 root\ndenied 0\nend\n");
+      "begin pinfo\n 5 1001 alice 5 5 1 3 evil\nhold 1 /dev/accel0\nend pinfo\ndenied 0\nend\n");
   ASSERT_FALSE(scan);
-  EXPECT_NE(scan.error().find("line 7"), std::string::npos) << scan.error();
-  EXPECT_NE(scan.error().find("unknown record 'fakeholder'"), std::string::npos) << scan.error();
+  EXPECT_NE(scan.error().find("line 8"), std::string::npos) << scan.error();
+  EXPECT_NE(scan.error().find("malformed 'pinfo'"), std::string::npos) << scan.error();
+  auto outside = parse_scan("TPURUN-SCAN 1\ncaller 1001 alice\nfakeholder 1 0 root\n");
+  ASSERT_FALSE(outside);
+  EXPECT_NE(outside.error().find("unknown record 'fakeholder'"), std::string::npos) << outside.error();
 }
 
 TEST(ParseScanTest, MissingOrBadFieldsGiveAnErrorNamingTheLine) {
@@ -83,9 +86,12 @@ TEST(ParseScanTest, MissingOrBadFieldsGiveAnErrorNamingTheLine) {
 TEST(ParseScanTest, CutOffOrEmptyOutputIsAnError) {
   EXPECT_FALSE(parse_scan(""));
   EXPECT_NE(parse_scan("").error().find("header"), std::string::npos);
-  auto cut = parse_scan(kBobHoldsEverything.substr(0, kBobHoldsEverything.size() / 2));
+  auto cut = parse_scan(kBobHoldsEverything.substr(0, kBobHoldsEverything.find("begin runid")));
   ASSERT_FALSE(cut);
   EXPECT_NE(cut.error().find("ended early"), std::string::npos) << cut.error();
+  auto mid_line = parse_scan(kBobHoldsEverything.substr(0, kBobHoldsEverything.find(" 7979")));
+  ASSERT_FALSE(mid_line);  // a cut record is malformed
+  EXPECT_NE(mid_line.error().find("malformed 'pinfo'"), std::string::npos) << mid_line.error();
   auto lacking = parse_scan("TPURUN-SCAN 1\ncaller 1001 alice\nend\n");
   ASSERT_FALSE(lacking);
   EXPECT_NE(lacking.error().find("lacks"), std::string::npos) << lacking.error();
@@ -113,10 +119,12 @@ TEST(ParseScanTest, LockHolderSeenWithoutRoot) {
 TEST(ParseScanTest, ProcessTableWithRunIds) {
   auto scan = parse_scan(
       "TPURUN-SCAN 1\ncaller 1001 alice\npriv root\nself 81\nlock 0\nlogs 0\n"
-      "proc 76       1      76      76  1001       1 python3 train.py\n"
-      "proc 1       0       0       0     0     160 bash /init.sh 7\n"
-      "proc 99 76 76 76 1001 1 \n"
-      "runid 76 run-a\ndenied 0\nend\n");
+      "begin proc\n"
+      "     76       1      76      76  1001       1 python3 train.py\n"
+      "      1       0       0       0     0     160 bash /init.sh 7\n"
+      "     99      76      76      76  1001       1 \n"
+      "end proc\nbegin runid\n/proc/76/environ:TPURUN_RUN_ID=run-a\nstray text of a value\n"
+      "/proc/99/environ:TPURUN_RUN_ID=\nend runid\ndenied 0\nend\n");
   ASSERT_TRUE(scan) << scan.error();
   ASSERT_EQ(scan->processes.size(), 3u);
   EXPECT_EQ(scan->processes[0].pid, 1);  // sorted by pid
@@ -125,6 +133,20 @@ TEST(ParseScanTest, ProcessTableWithRunIds) {
   EXPECT_EQ(scan->processes[1].user, "alice");  // named after the caller record
   EXPECT_EQ(scan->processes[0].user, "");       // root: no record named uid 0
   EXPECT_EQ(scan->processes[2].command, "");
+  EXPECT_FALSE(scan->processes[2].run_id);
+}
+
+TEST(ParseScanTest, UnclosedOrUnknownBlocksAreErrors) {
+  const std::string head = "TPURUN-SCAN 1\ncaller 1001 alice\npriv root\nlock 0\nlogs 0\n";
+  auto unclosed = parse_scan(head + "begin pinfo\n 5 1001 alice 5 5 1 3 x\ndenied 0\nend\n");
+  ASSERT_FALSE(unclosed);
+  EXPECT_NE(unclosed.error().find("malformed 'pinfo'"), std::string::npos) << unclosed.error();
+  auto unknown = parse_scan(head + "begin secrets\nend secrets\ndenied 0\nend\n");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("unknown block 'secrets'"), std::string::npos) << unknown.error();
+  auto cut = parse_scan(head + "begin proc\n");
+  ASSERT_FALSE(cut);
+  EXPECT_NE(cut.error().find("ended early"), std::string::npos) << cut.error();
 }
 
 TEST(ParseScanTest, RandomBytesNeverCrash) {
