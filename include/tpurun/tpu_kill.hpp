@@ -14,7 +14,8 @@
 namespace tpurun {
 
 struct KillOptions {
-  std::optional<std::string> run_id;  // only this tpurun run's processes
+  // Only this tpurun run's processes. A unique prefix of a run id is enough.
+  std::optional<std::string> run_id;
   bool force = false;                 // also other users' holders, via sudo -n (admins)
 };
 
@@ -29,6 +30,7 @@ struct KillPlan {
   std::vector<ScannedProcess> spared;   // other users' holders, never signalled without --force
   std::vector<ScannedProcess> kept_own; // the caller's holders outside --run
   bool needs_root = false;              // a victim belongs to another user (--force)
+  std::vector<std::string> ambiguous_runs;  // --run is a prefix of several run ids: nothing planned
   bool empty() const { return victims.empty(); }
 };
 

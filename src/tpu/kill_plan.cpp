@@ -74,6 +74,24 @@ class TreeIndex {
   std::set<int> protected_;
 };
 
+// --run takes a run id or a unique prefix of one (of the caller's runs here).
+std::optional<std::string> resolve_run(const LockScan& scan, const std::string& wanted, KillPlan& plan) {
+  std::set<std::string> ids;
+  auto note = [&](const ScannedProcess& p) {
+    if (p.uid == scan.caller_uid && p.run_id) ids.insert(*p.run_id);
+  };
+  for (const ScannedProcess& p : scan.processes) note(p);
+  for (const ScannedProcess& p : scan.holders) note(p);
+  if (ids.count(wanted)) return wanted;
+  std::vector<std::string> matches;
+  for (const std::string& id : ids) {
+    if (id.rfind(wanted, 0) == 0) matches.push_back(id);
+  }
+  if (matches.size() == 1) return matches.front();
+  if (matches.size() > 1) plan.ambiguous_runs = matches;
+  return wanted;
+}
+
 std::string holder_reason(const ScannedProcess& p) {
   if (p.devices.empty()) return "holds the libtpu lock";
   return "holds " + p.devices.front() + (p.devices.size() > 1 ? fmt::format(" (+{})", p.devices.size() - 1) : "");
@@ -84,17 +102,18 @@ std::string holder_reason(const ScannedProcess& p) {
 KillPlan plan_kill(const LockScan& scan, const KillOptions& options) {
   TreeIndex index(scan);
   std::vector<std::pair<const ScannedProcess*, std::string>> seeds;
+  KillPlan plan;
+  const std::optional<std::string> run = options.run_id ? resolve_run(scan, *options.run_id, plan) : std::nullopt;
   auto mine = [&](const ScannedProcess& p) { return p.uid == scan.caller_uid; };
   auto in_run = [&](const ScannedProcess& p) {
-    return p.run_id.has_value() && (!options.run_id || *p.run_id == *options.run_id);
+    return p.run_id.has_value() && plan.ambiguous_runs.empty() && (!run || *p.run_id == *run);
   };
 
-  KillPlan plan;
   std::vector<const ScannedProcess*> tpu_users;
   for (const ScannedProcess& p : scan.holders) tpu_users.push_back(&p);
   if (scan.lock_holder) tpu_users.push_back(&*scan.lock_holder);
   for (const ScannedProcess* p : tpu_users) {
-    if (mine(*p) && (!options.run_id || in_run(*p))) {
+    if (mine(*p) && (!run || in_run(*p))) {
       seeds.emplace_back(p, holder_reason(*p));
     } else if (!mine(*p) && options.force) {
       seeds.emplace_back(p, holder_reason(*p) + ", --force");

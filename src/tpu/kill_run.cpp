@@ -83,6 +83,12 @@ Result<WorkerKill, TransportError> kill_worker(Connection& connection, const Wor
   }
 
   LockScan current = before;
+  if (!report.plan.ambiguous_runs.empty()) {
+    report.error = fmt::format("--run {} matches several of your runs here: {}; give more of the id",
+                               request.options.run_id.value_or(""), fmt::join(report.plan.ambiguous_runs, ", "));
+    report.state = decide(before);
+    return report;
+  }
   if (!report.plan.empty()) {
     if (request.before_signal) {
       if (auto refused = request.before_signal(worker, before, report.plan)) {

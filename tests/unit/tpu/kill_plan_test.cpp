@@ -109,6 +109,19 @@ TEST(PlanKillTest, RunFilter) {
   EXPECT_TRUE(all.kept_own.empty());
 }
 
+TEST(PlanKillTest, RunByUniquePrefix) {
+  LockScan s = empty_scan();
+  s = with_table(s, {proc(400, kAlice, 400, 1, "a", "20240419_000859_d4awst_v4-32_b1024"),
+                     proc(500, kAlice, 500, 1, "b", "20240419_000859_zz0000_v4-32"),
+                     proc(600, kBob, 600, 1, "c", "20240419_000859_d4awst_bobs")});
+
+  EXPECT_EQ(victim_pids(plan_kill(s, {std::string("20240419_000859_d4"), false})), std::vector<int>{400});
+  KillPlan ambiguous = plan_kill(s, {std::string("20240419_000859_"), false});
+  EXPECT_TRUE(ambiguous.empty());
+  EXPECT_EQ(ambiguous.ambiguous_runs.size(), 2u);  // bob's run is not a candidate
+  EXPECT_TRUE(plan_kill(s, {std::string("2025"), false}).empty());
+}
+
 // The scan's own shell and its ancestors (tpurun itself on a local pod, where
 // TPURUN_RUN_ID may be inherited) are never killed, whatever their group.
 TEST(PlanKillTest, NeverTheScannerOrItsAncestors) {
