@@ -16,7 +16,7 @@ namespace tpurun {
 struct KillOptions {
   // Only this tpurun run's processes. A unique prefix of a run id is enough.
   std::optional<std::string> run_id;
-  bool force = false;                 // also other users' holders, via sudo -n (admins)
+  bool force = false;  // also other users' holders, via sudo -n (admins)
 };
 
 struct Victim {
@@ -25,11 +25,11 @@ struct Victim {
 };
 
 struct KillPlan {
-  std::vector<Victim> victims;          // every process to signal, by pid
-  std::vector<int> groups;              // process groups signalled as a whole: all their members are victims
-  std::vector<ScannedProcess> spared;   // other users' holders, never signalled without --force
-  std::vector<ScannedProcess> kept_own; // the caller's holders outside --run
-  bool needs_root = false;              // a victim belongs to another user (--force)
+  std::vector<Victim> victims;           // every process to signal, by pid
+  std::vector<int> groups;               // process groups signalled as a whole: all their members are victims
+  std::vector<ScannedProcess> spared;    // other users' holders, never signalled without --force
+  std::vector<ScannedProcess> kept_own;  // the caller's holders outside --run
+  bool needs_root = false;               // a victim belongs to another user (--force)
   std::vector<std::string> ambiguous_runs;  // --run is a prefix of several run ids: nothing planned
   bool empty() const { return victims.empty(); }
 };
@@ -50,8 +50,8 @@ struct CleanupPlan {
   bool remove_lockfile = false;
   std::uint64_t lock_inode = 0;  // removed only if the file is still this one
   bool remove_tpu_logs = false;
-  bool needs_root = false;       // a file to remove belongs to another user
-  std::string blocked;           // why a lockfile or tpu_logs that exists is kept
+  bool needs_root = false;  // a file to remove belongs to another user
+  std::string blocked;      // why a lockfile or tpu_logs that exists is kept
   bool empty() const { return !remove_lockfile && !remove_tpu_logs; }
 };
 
@@ -93,17 +93,17 @@ struct WorkerKill {
   Worker worker;
   std::optional<LockScan> before;
   KillPlan plan;
-  CleanupPlan cleanup;             // dry run: what would be removed
-  bool signalled = false;          // false: dry run, nothing to do, or refused
-  std::vector<int> gone_before;    // exited before the signal
-  std::vector<int> gone_term;      // gone within the grace period after SIGTERM
-  std::vector<int> gone_kill;      // needed SIGKILL
-  std::vector<int> survivors;      // still alive after SIGKILL
+  CleanupPlan cleanup;               // dry run: what would be removed
+  bool signalled = false;            // false: dry run, nothing to do, or refused
+  std::vector<int> gone_before;      // exited before the signal
+  std::vector<int> gone_term;        // gone within the grace period after SIGTERM
+  std::vector<int> gone_kill;        // needed SIGKILL
+  std::vector<int> survivors;        // still alive after SIGKILL
   std::vector<std::string> skipped;  // "PID: reason" (changed owner, pid reused)
   CleanupResult cleaned;
-  std::optional<LockScan> after;   // the scan after the kill and cleanup
+  std::optional<LockScan> after;           // the scan after the kill and cleanup
   TpuState state = TpuState::unreachable;  // final verdict (dry run: predicted)
-  std::string error;               // unreachable, failed scan, sudo refused, refused by before_signal
+  std::string error;                       // unreachable, failed scan, sudo refused, refused by before_signal
 };
 
 struct KillRequest {

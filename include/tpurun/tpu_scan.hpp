@@ -29,9 +29,9 @@ struct ScannedProcess {
   int sid = 0;
   int ppid = 0;
   long elapsed_s = 0;
-  std::string command;                  // argv joined by spaces, control characters escaped
-  std::optional<std::string> run_id;    // TPURUN_RUN_ID from its environment (when readable)
-  std::vector<std::string> devices;     // TPU device files it has open (empty: none)
+  std::string command;                // argv joined by spaces, control characters escaped
+  std::optional<std::string> run_id;  // TPURUN_RUN_ID from its environment (when readable)
+  std::vector<std::string> devices;   // TPU device files it has open (empty: none)
 };
 
 struct FileOwner {
@@ -43,22 +43,22 @@ struct LockfileState {
   bool exists = false;
   std::optional<FileOwner> owner;
   std::uint64_t inode = 0;
-  bool held = false;                // /proc/locks has a lock on it (world-readable: works without root)
-  std::optional<int> holder_pid;    // who holds that lock (in the worker's PID namespace)
+  bool held = false;              // /proc/locks has a lock on it (world-readable: works without root)
+  std::optional<int> holder_pid;  // who holds that lock (in the worker's PID namespace)
 };
 
 // One worker's scan.
 struct LockScan {
-  int caller_uid = -1;      // the login user, whoever the scan ran as
+  int caller_uid = -1;  // the login user, whoever the scan ran as
   std::string caller_user;
-  bool privileged = false;  // ran as root: every process was visible
-  int self_pid = 0;         // the scanning shell (kill never signals it or its ancestors)
-  std::vector<ScannedProcess> holders;     // processes with a TPU device open, by pid
+  bool privileged = false;                    // ran as root: every process was visible
+  int self_pid = 0;                           // the scanning shell (kill never signals it or its ancestors)
+  std::vector<ScannedProcess> holders;        // processes with a TPU device open, by pid
   std::optional<ScannedProcess> lock_holder;  // the lockfile's holder when it is not among holders
   LockfileState lockfile;
-  std::optional<FileOwner> tpu_logs;       // set when /tmp/tpu_logs exists
-  int denied = 0;                          // processes whose open files could not be read
-  std::vector<ScannedProcess> processes;   // the whole process table (only when asked: kill)
+  std::optional<FileOwner> tpu_logs;      // set when /tmp/tpu_logs exists
+  int denied = 0;                         // processes whose open files could not be read
+  std::vector<ScannedProcess> processes;  // the whole process table (only when asked: kill)
 };
 
 // One verdict per worker.

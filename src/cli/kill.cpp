@@ -23,7 +23,8 @@ int parse_grace(const std::string& text) {
 }
 
 CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
-  CLI::App* cmd = app.add_subcommand("kill", "Stop your jobs that hold the TPU, on every worker, and verify it is free");
+  CLI::App* cmd =
+      app.add_subcommand("kill", "Stop your jobs that hold the TPU, on every worker, and verify it is free");
   add_target_options(*cmd, o.target);
   cmd->add_option("--run", o.run, "Only this tpurun run (its TPURUN_RUN_ID); your other jobs are left alone");
   cmd->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL")->default_str("10s");
@@ -92,7 +93,8 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
   }
 
   auto transport = ctx.make_transport(target.pod);
-  printer.progress(fmt::format("{} on {} workers...", o.dry_run ? "scanning" : "killing", target.workers.size()));
+  printer.progress(
+      fmt::format("{} on {} workers...", o.dry_run ? "scanning" : "killing", target.workers.size()));
   auto reports = kill_on_workers(target.workers, *transport, o.target.fanout, ctx.cancel, request);
   printer.clear_progress();
 
@@ -109,9 +111,8 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     std::fwrite(text.data(), 1, text.size(), ctx.out);
     std::fflush(ctx.out);
   }
-  if (audit && std::any_of(reports.begin(), reports.end(), [](const WorkerKill& r) {
-        return r.signalled && r.plan.needs_root;
-      })) {
+  if (audit && std::any_of(reports.begin(), reports.end(),
+                           [](const WorkerKill& r) { return r.signalled && r.plan.needs_root; })) {
     printer.note("recorded in " + audit->path());
   }
   return code;

@@ -28,7 +28,8 @@ int parse_grace(const std::string& text);
 
 // What happened (or, for a dry run, would happen) on each worker, then the
 // final state of every worker grouped like `tpurun status`.
-std::string format_kill_report(const std::vector<WorkerKill>& reports, const KillRequest& request, bool color);
+std::string format_kill_report(const std::vector<WorkerKill>& reports, const KillRequest& request,
+                               bool color);
 nlohmann::json kill_report_to_json(const WorkerKill& report, bool dry_run);
 int kill_exit_code(const std::vector<WorkerKill>& reports, bool dry_run);
 

@@ -28,18 +28,21 @@ std::string audit_line(std::time_t when, const std::string& caller, const std::s
   gmtime_r(&when, &utc);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return fmt::format("{} tpurun-kill-force caller={} local_user={} worker={} host={} pid={} user={} uid={} command={}\n",
-                     stamp, caller, local_user.empty() ? "?" : local_user, worker.label(), worker.host, victim.pid,
-                     victim.user.empty() ? "?" : victim.user, victim.uid, quoted(victim.command));
+  return fmt::format(
+      "{} tpurun-kill-force caller={} local_user={} worker={} host={} pid={} user={} uid={} command={}\n",
+      stamp, caller, local_user.empty() ? "?" : local_user, worker.label(), worker.host, victim.pid,
+      victim.user.empty() ? "?" : victim.user, victim.uid, quoted(victim.command));
 }
 
 AuditLog::AuditLog(std::string path, std::string local_user, std::function<std::time_t()> clock)
     : path_(std::move(path)), local_user_(std::move(local_user)), clock_(std::move(clock)) {}
 
-std::optional<std::string> AuditLog::record(const Worker& worker, const LockScan& scan, const KillPlan& plan) {
+std::optional<std::string> AuditLog::record(const Worker& worker, const LockScan& scan,
+                                            const KillPlan& plan) {
   std::string text;
   const std::time_t now = clock_();
-  for (const Victim& v : plan.victims) text += audit_line(now, scan.caller_user, local_user_, worker, v.process);
+  for (const Victim& v : plan.victims)
+    text += audit_line(now, scan.caller_user, local_user_, worker, v.process);
   std::lock_guard lock(mutex_);
   // Every admin appends to the same shared file, so whoever creates it makes
   // it writable for all (it sits in the shared logs_root, not a secure place).

@@ -29,14 +29,15 @@ std::vector<std::string> worker_lines(const WorkerKill& r, const KillRequest& re
   const bool list_victims = request.dry_run || request.options.force;
   if (!r.plan.victims.empty()) {
     if (request.dry_run) {
-      lines.push_back(fmt::format("would send SIGTERM, then SIGKILL after {:g}s, to {}{}:",
-                                  request.grace_ms / 1000.0, plural(r.plan.victims.size(), "process"),
-                                  r.plan.groups.empty() ? "" : fmt::format(" (groups {})", pid_list(r.plan.groups))));
+      lines.push_back(
+          fmt::format("would send SIGTERM, then SIGKILL after {:g}s, to {}{}:", request.grace_ms / 1000.0,
+                      plural(r.plan.victims.size(), "process"),
+                      r.plan.groups.empty() ? "" : fmt::format(" (groups {})", pid_list(r.plan.groups))));
     } else if (r.signalled) {
-      lines.push_back(fmt::format("signalled {}: {} exited after SIGTERM, {} needed SIGKILL{}",
-                                  plural(r.plan.victims.size(), "process"), r.gone_term.size() + r.gone_before.size(),
-                                  r.gone_kill.size(),
-                                  r.survivors.empty() ? "" : fmt::format(", {} SURVIVED", r.survivors.size())));
+      lines.push_back(fmt::format(
+          "signalled {}: {} exited after SIGTERM, {} needed SIGKILL{}",
+          plural(r.plan.victims.size(), "process"), r.gone_term.size() + r.gone_before.size(),
+          r.gone_kill.size(), r.survivors.empty() ? "" : fmt::format(", {} SURVIVED", r.survivors.size())));
     }
     if (list_victims) {
       for (const Victim& v : r.plan.victims) lines.push_back(victim_line(v));
@@ -58,8 +59,8 @@ std::vector<std::string> worker_lines(const WorkerKill& r, const KillRequest& re
     lines.push_back("not yours, not signalled: " + describe_job(job, kCommandWidth));
   }
   for (const HolderJob& job : holder_jobs(r.plan.kept_own)) {
-    lines.push_back(fmt::format("yours but not in run {}, not signalled: {}", request.options.run_id.value_or("?"),
-                                describe_job(job, kCommandWidth)));
+    lines.push_back(fmt::format("yours but not in run {}, not signalled: {}",
+                                request.options.run_id.value_or("?"), describe_job(job, kCommandWidth)));
   }
   if (!r.error.empty() && r.state != TpuState::unreachable) lines.push_back("error: " + r.error);
   return lines;
@@ -73,7 +74,8 @@ nlohmann::json processes_json(const std::vector<ScannedProcess>& ps) {
 
 }  // namespace
 
-std::string format_kill_report(const std::vector<WorkerKill>& reports, const KillRequest& request, bool color) {
+std::string format_kill_report(const std::vector<WorkerKill>& reports, const KillRequest& request,
+                               bool color) {
   std::string text;
   if (request.dry_run) text += "dry run: nothing is signalled or removed.\n";
   std::vector<WorkerScanResult> finals;
@@ -86,10 +88,12 @@ std::string format_kill_report(const std::vector<WorkerKill>& reports, const Kil
   }
   text += request.dry_run ? "Expected result:\n" : "Result:\n";
   text += format_state_rows(finals, color);
-  bool spared = std::any_of(reports.begin(), reports.end(), [](const WorkerKill& r) { return !r.plan.spared.empty(); });
+  bool spared =
+      std::any_of(reports.begin(), reports.end(), [](const WorkerKill& r) { return !r.plan.spared.empty(); });
   if (spared && !request.options.force) {
-    text += "Other users' processes are never signalled: ask them to stop their job, or an admin\n"
-            "(tpurun kill --force --yes, recorded in the audit log).\n";
+    text +=
+        "Other users' processes are never signalled: ask them to stop their job, or an admin\n"
+        "(tpurun kill --force --yes, recorded in the audit log).\n";
   }
   return text;
 }

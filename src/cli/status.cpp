@@ -27,8 +27,8 @@ std::string jobs_summary(const std::vector<HolderJob>& jobs, size_t width, bool 
   std::vector<std::string> parts;
   for (const HolderJob& job : jobs) {
     std::string run = job.leader.run_id ? " [run " + *job.leader.run_id + "]" : "";
-    std::string part =
-        (with_user ? job.leader.user + ": " : "") + truncate_text(short_command(job.leader.command), width) + run;
+    std::string part = (with_user ? job.leader.user + ": " : "") +
+                       truncate_text(short_command(job.leader.command), width) + run;
     if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
   }
   return fmt::format("{}", fmt::join(parts, "; "));
@@ -43,20 +43,20 @@ std::string row_detail(const WorkerScanResult& r) {
   const std::string lock_owner = s.lockfile.owner ? s.lockfile.owner->user : "?";
   switch (r.state) {
     case TpuState::busy_other:
-      if (others.empty()) return fmt::format("the libtpu lock is held by pid {}, which could not be inspected",
-                                             s.lockfile.holder_pid.value_or(0));
+      if (others.empty())
+        return fmt::format("the libtpu lock is held by pid {}, which could not be inspected",
+                           s.lockfile.holder_pid.value_or(0));
       return jobs_summary(holder_jobs(others), 48, true);
-    case TpuState::busy_self:
-      return "yours: " + jobs_summary(holder_jobs(mine), 48, false);
+    case TpuState::busy_self: return "yours: " + jobs_summary(holder_jobs(mine), 48, false);
     case TpuState::stale_lock:
       return fmt::format("{} left by {}; no process holds the TPU{}", kLibtpuLockfile, lock_owner,
-                         s.lockfile.owner && s.lockfile.owner->uid == s.caller_uid ? " (yours: blocks others, not you)"
-                                                                                   : "");
+                         s.lockfile.owner && s.lockfile.owner->uid == s.caller_uid
+                             ? " (yours: blocks others, not you)"
+                             : "");
     case TpuState::partial:
       if (!s.privileged) return "no passwordless sudo: other users' processes are invisible";
       return fmt::format("{} processes could not be inspected", s.denied);
-    default:
-      return "";
+    default: return "";
   }
 }
 
@@ -71,7 +71,8 @@ std::vector<Row> group_rows(const std::vector<WorkerScanResult>& results) {
   for (const WorkerScanResult& r : results) groups[{r.state, row_detail(r)}].push_back(r.worker.index);
   std::vector<Row> rows;
   for (auto& [key, workers] : groups) rows.push_back({key.first, key.second, workers});
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.workers.front() < b.workers.front(); });
+  std::sort(rows.begin(), rows.end(),
+            [](const Row& a, const Row& b) { return a.workers.front() < b.workers.front(); });
   return rows;
 }
 
@@ -132,8 +133,9 @@ std::string format_status_table(const std::string& pod_name, const std::vector<W
   for (const WorkerScanResult& r : results) ++counts[r.state];
   std::vector<std::string> count_parts;
   for (const auto& [state, n] : counts) count_parts.push_back(fmt::format("{} {}", n, to_string(state)));
-  std::string text = fmt::format("{}: {} worker{}: {}\n", pod_name.empty() ? "this host" : pod_name, results.size(), results.size() == 1 ? "" : "s",
-                                 fmt::join(count_parts, ", "));
+  std::string text =
+      fmt::format("{}: {} worker{}: {}\n", pod_name.empty() ? "this host" : pod_name, results.size(),
+                  results.size() == 1 ? "" : "s", fmt::join(count_parts, ", "));
 
   text += format_state_rows(results, color);
 
@@ -149,7 +151,8 @@ std::string format_status_table(const std::string& pod_name, const std::vector<W
     }
   }
   if (!holders.empty()) {
-    text += fmt::format("Held by other users (WORKER USER PID AGE COMMAND); ask them, or an admin:\n{}", holders);
+    text +=
+        fmt::format("Held by other users (WORKER USER PID AGE COMMAND); ask them, or an admin:\n{}", holders);
   }
   text += notes(results);
   return text;
@@ -182,7 +185,8 @@ int run_status(const StatusOptions& o, Context& ctx) {
   auto transport = ctx.make_transport(target.pod);
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
   printer.progress(fmt::format("scanning {} workers...", target.workers.size()));
-  auto results = scan_workers(target.workers, *transport, o.target.fanout, ctx.cancel, target.pod.device_globs);
+  auto results =
+      scan_workers(target.workers, *transport, o.target.fanout, ctx.cancel, target.pod.device_globs);
   printer.clear_progress();
 
   std::vector<TpuState> states;

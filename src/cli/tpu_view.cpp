@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "tpurun/duration.hpp"
-
 #include <algorithm>
 #include <map>
+
+#include "tpurun/duration.hpp"
 
 namespace tpurun::cli {
 
@@ -45,13 +45,14 @@ std::vector<HolderJob> holder_jobs(const std::vector<ScannedProcess>& holders) {
     auto leader = std::find_if(members.begin(), members.end(),
                                [&](const ScannedProcess* p) { return p->pid == p->pgid; });
     if (leader == members.end()) {
-      leader = std::max_element(members.begin(), members.end(), [](const ScannedProcess* a, const ScannedProcess* b) {
-        return a->elapsed_s < b->elapsed_s;
-      });
+      leader = std::max_element(
+          members.begin(), members.end(),
+          [](const ScannedProcess* a, const ScannedProcess* b) { return a->elapsed_s < b->elapsed_s; });
     }
     jobs.push_back({**leader, static_cast<int>(members.size()) - 1});
   }
-  std::sort(jobs.begin(), jobs.end(), [](const HolderJob& a, const HolderJob& b) { return a.leader.pid < b.leader.pid; });
+  std::sort(jobs.begin(), jobs.end(),
+            [](const HolderJob& a, const HolderJob& b) { return a.leader.pid < b.leader.pid; });
   return jobs;
 }
 
@@ -111,11 +112,12 @@ nlohmann::json scan_result_to_json(const WorkerScanResult& r) {
   if (r.scan) {
     const LockScan& s = *r.scan;
     for (const ScannedProcess& p : tpu_users(s)) j["holders"].push_back(process_to_json(p));
-    j["lockfile"] = {{"exists", s.lockfile.exists},
-                     {"owner", s.lockfile.owner ? nlohmann::json(s.lockfile.owner->user) : nlohmann::json(nullptr)},
-                     {"held", s.lockfile.held},
-                     {"holder_pid", s.lockfile.holder_pid ? nlohmann::json(*s.lockfile.holder_pid)
-                                                          : nlohmann::json(nullptr)}};
+    j["lockfile"] = {
+        {"exists", s.lockfile.exists},
+        {"owner", s.lockfile.owner ? nlohmann::json(s.lockfile.owner->user) : nlohmann::json(nullptr)},
+        {"held", s.lockfile.held},
+        {"holder_pid",
+         s.lockfile.holder_pid ? nlohmann::json(*s.lockfile.holder_pid) : nlohmann::json(nullptr)}};
     if (s.tpu_logs) j["tpu_logs_owner"] = s.tpu_logs->user;
     j["privileged"] = s.privileged;
     j["caller"] = s.caller_user;

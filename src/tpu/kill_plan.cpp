@@ -94,7 +94,8 @@ std::optional<std::string> resolve_run(const LockScan& scan, const std::string& 
 
 std::string holder_reason(const ScannedProcess& p) {
   if (p.devices.empty()) return "holds the libtpu lock";
-  return "holds " + p.devices.front() + (p.devices.size() > 1 ? fmt::format(" (+{})", p.devices.size() - 1) : "");
+  return "holds " + p.devices.front() +
+         (p.devices.size() > 1 ? fmt::format(" (+{})", p.devices.size() - 1) : "");
 }
 
 }  // namespace
@@ -103,7 +104,8 @@ KillPlan plan_kill(const LockScan& scan, const KillOptions& options) {
   TreeIndex index(scan);
   std::vector<std::pair<const ScannedProcess*, std::string>> seeds;
   KillPlan plan;
-  const std::optional<std::string> run = options.run_id ? resolve_run(scan, *options.run_id, plan) : std::nullopt;
+  const std::optional<std::string> run =
+      options.run_id ? resolve_run(scan, *options.run_id, plan) : std::nullopt;
   auto mine = [&](const ScannedProcess& p) { return p.uid == scan.caller_uid; };
   auto in_run = [&](const ScannedProcess& p) {
     return p.run_id.has_value() && plan.ambiguous_runs.empty() && (!run || *p.run_id == *run);
@@ -177,7 +179,9 @@ CleanupPlan plan_cleanup(const LockScan& scan) {
   auto may_remove = [&](const std::optional<FileOwner>& owner) {
     return full_view || (owner && owner->uid == scan.caller_uid);
   };
-  auto foreign = [&](const std::optional<FileOwner>& owner) { return !owner || owner->uid != scan.caller_uid; };
+  auto foreign = [&](const std::optional<FileOwner>& owner) {
+    return !owner || owner->uid != scan.caller_uid;
+  };
   if (scan.lockfile.exists) {
     if (may_remove(scan.lockfile.owner)) {
       plan.remove_lockfile = true;
@@ -192,7 +196,8 @@ CleanupPlan plan_cleanup(const LockScan& scan) {
       plan.remove_tpu_logs = true;
       plan.needs_root |= foreign(scan.tpu_logs);
     } else if (plan.blocked.empty()) {
-      plan.blocked = "another user's directory, and without sudo nobody can tell that no process holds the TPU";
+      plan.blocked =
+          "another user's directory, and without sudo nobody can tell that no process holds the TPU";
     }
   }
   return plan;

@@ -84,8 +84,9 @@ Result<WorkerKill, TransportError> kill_worker(Connection& connection, const Wor
 
   LockScan current = before;
   if (!report.plan.ambiguous_runs.empty()) {
-    report.error = fmt::format("--run {} matches several of your runs here: {}; give more of the id",
-                               request.options.run_id.value_or(""), fmt::join(report.plan.ambiguous_runs, ", "));
+    report.error =
+        fmt::format("--run {} matches several of your runs here: {}; give more of the id",
+                    request.options.run_id.value_or(""), fmt::join(report.plan.ambiguous_runs, ", "));
     report.state = decide(before);
     return report;
   }
@@ -145,9 +146,10 @@ Result<WorkerKill, TransportError> kill_worker(Connection& connection, const Wor
 
 std::vector<WorkerKill> kill_on_workers(const std::vector<Worker>& workers, Transport& transport, int fanout,
                                         const CancelToken& cancel, const KillRequest& request) {
-  auto results = for_each_connection<WorkerKill>(
-      workers, transport, fanout, cancel,
-      [&](Connection& connection, const Worker& worker) { return kill_worker(connection, worker, request, cancel); });
+  auto results = for_each_connection<WorkerKill>(workers, transport, fanout, cancel,
+                                                 [&](Connection& connection, const Worker& worker) {
+                                                   return kill_worker(connection, worker, request, cancel);
+                                                 });
   std::vector<WorkerKill> reports;
   reports.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {

@@ -121,7 +121,8 @@ want_ino=$1 logs=$2
 shift 2
 )sh";
 
-const char* const kCleanTail = R"sh(busy=$(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( "$@" \) -printf '%h\n' -quit)
+const char* const kCleanTail =
+    R"sh(busy=$(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( "$@" \) -printf '%h\n' -quit)
 if [ -n "$busy" ]; then
   busy=${busy#/proc/}
   echo "busy ${busy%/fd}"

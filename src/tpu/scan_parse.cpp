@@ -105,7 +105,8 @@ class ScanParser {
         return finish();
       } else if (line.rfind("begin ", 0) == 0) {
         block = std::string(line.substr(6));
-        if (block != "pinfo" && block != "proc" && block != "runid") error = "unknown block '" + sanitize(block) + "'";
+        if (block != "pinfo" && block != "proc" && block != "runid")
+          error = "unknown block '" + sanitize(block) + "'";
       } else if (!line.empty()) {
         error = record(line);
       }
@@ -141,20 +142,23 @@ class ScanParser {
       if (!split_fields(args, 1, f) || !to_int(f[0], scan_.self_pid)) return bad("want PID");
     } else if (kind == "hold") {
       int pid = 0;
-      if (!split_fields(args, 1, f, &rest) || !to_int(f[0], pid) || rest.empty()) return bad("want PID DEVICE");
+      if (!split_fields(args, 1, f, &rest) || !to_int(f[0], pid) || rest.empty())
+        return bad("want PID DEVICE");
       holds_[pid].insert(sanitize(rest));
     } else if (kind == "lock") {
       return lock(args, bad);
     } else if (kind == "logs") {
       if (args == "0") return {};
       FileOwner owner;
-      if (!split_fields(args, 3, f) || f[0] != "1" || !to_int(f[1], owner.uid)) return bad("want 0, or 1 UID USER");
+      if (!split_fields(args, 3, f) || f[0] != "1" || !to_int(f[1], owner.uid))
+        return bad("want 0, or 1 UID USER");
       owner.user = std::string(f[2]);
       scan_.tpu_logs = owner;
     } else if (kind == "pinfo") {
       ScannedProcess p;
       if (!split_fields(args, 7, f, &rest) || !to_int(f[0], p.pid) || !to_int(f[1], p.uid) ||
-          !to_int(f[3], p.pgid) || !to_int(f[4], p.sid) || !to_int(f[5], p.ppid) || !to_int(f[6], p.elapsed_s)) {
+          !to_int(f[3], p.pgid) || !to_int(f[4], p.sid) || !to_int(f[5], p.ppid) ||
+          !to_int(f[6], p.elapsed_s)) {
         return bad("want PID UID USER PGID SID PPID ELAPSED ARGS");
       }
       p.user = std::string(f[2]);
@@ -163,7 +167,8 @@ class ScanParser {
     } else if (kind == "proc") {
       ScannedProcess p;
       if (!split_fields(args, 6, f, &rest) || !to_int(f[0], p.pid) || !to_int(f[1], p.ppid) ||
-          !to_int(f[2], p.pgid) || !to_int(f[3], p.sid) || !to_int(f[4], p.uid) || !to_int(f[5], p.elapsed_s)) {
+          !to_int(f[2], p.pgid) || !to_int(f[3], p.sid) || !to_int(f[4], p.uid) ||
+          !to_int(f[5], p.elapsed_s)) {
         return bad("want PID PPID PGID SID UID ELAPSED ARGS");
       }
       p.command = sanitize(rest);
@@ -184,7 +189,8 @@ class ScanParser {
     if (line.substr(0, prefix.size()) != prefix) return;
     size_t key_at = line.find(key);
     int pid = 0;
-    if (key_at == std::string_view::npos || !to_int(line.substr(prefix.size(), key_at - prefix.size()), pid)) return;
+    if (key_at == std::string_view::npos || !to_int(line.substr(prefix.size(), key_at - prefix.size()), pid))
+      return;
     std::string_view value = line.substr(key_at + key.size());
     if (!value.empty()) run_ids_[pid] = sanitize(value.substr(0, 200));
   }

@@ -39,8 +39,7 @@ std::vector<WorkerScanResult> scan_workers(const std::vector<Worker>& workers, T
                                            const std::vector<std::string>& device_globs) {
   const ScanRequest request{device_globs, false};
   auto results = for_each_connection<WorkerScanResult>(
-      workers, transport, fanout, cancel,
-      [&](Connection& connection, const Worker& worker) {
+      workers, transport, fanout, cancel, [&](Connection& connection, const Worker& worker) {
         return scan_connection(connection, worker, request, cancel);
       });
   std::vector<WorkerScanResult> out;

@@ -2,7 +2,6 @@
 // (one `find` over /proc/*/fd instead of lsof per device) and to run on a
 // stock image, so it is plain sh plus coreutils, findutils and procps.
 #include "tpu/scripts.hpp"
-
 #include "tpurun/shell_quote.hpp"
 #include "tpurun/tpu_scan.hpp"
 
@@ -75,7 +74,8 @@ fi
 printf 'TPURUN-SCAN 1\ncaller %s %s\npriv %s\nself %s\n' "$cuid" "$cuser" "$priv" "$$"
 )sh";
 
-const char* const kScanBody = R"sh(found=$(find /proc/[0-9]*/fd /tmp/libtpu_lockfile /tmp/tpu_logs -maxdepth 1 \
+const char* const kScanBody =
+    R"sh(found=$(find /proc/[0-9]*/fd /tmp/libtpu_lockfile /tmp/tpu_logs -maxdepth 1 \
   \( -path '/tmp/*' -prune -printf 'F %p %U %u %i %D\n' \) -o \( \( "$@" \) -printf 'H %h %l\n' \) 2>&1)
 set -f
 denied=0 pids= last= lock='lock 0' logs='logs 0'
@@ -146,10 +146,8 @@ std::string script_command_line(Privilege privilege, const std::vector<std::stri
     case Privilege::prefer_root:
       // sudo -n refuses before reading stdin, so the fallback still gets the script.
       return "sudo -n " + tail + " 2>/dev/null || exec " + tail;
-    case Privilege::root:
-      return "exec sudo -n " + tail;
-    case Privilege::login_user:
-      break;
+    case Privilege::root: return "exec sudo -n " + tail;
+    case Privilege::login_user: break;
   }
   return "exec " + tail;
 }

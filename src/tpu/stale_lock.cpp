@@ -69,7 +69,8 @@ Result<StaleLockCleanup, TransportError> clean_stale_lock(Connection& connection
   cleanup.state = decide(scan);
   const CleanupPlan plan = plan_cleanup(scan);
   if (plan.empty()) {
-    if (!plan.blocked.empty()) cleanup.result.kept.push_back(std::string(kLibtpuLockfile) + ": " + plan.blocked);
+    if (!plan.blocked.empty())
+      cleanup.result.kept.push_back(std::string(kLibtpuLockfile) + ": " + plan.blocked);
     return cleanup;
   }
   auto result = run_cleanup(connection, plan, device_globs, cancel);

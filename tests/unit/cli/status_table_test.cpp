@@ -65,8 +65,9 @@ TEST(StatusTableTest, GroupsIdenticalRowsAndNamesEveryOtherUsersJob) {
             std::string::npos)
       << raw;
   EXPECT_NE(table.find(" w[0-1,7-8,10-63] free\n"), std::string::npos) << raw;
-  EXPECT_NE(table.find(" w[2-3] busy-other bob: python3 train.py --forever --children 2 [run 20250101-run-b]\n"),
-            std::string::npos)
+  EXPECT_NE(
+      table.find(" w[2-3] busy-other bob: python3 train.py --forever --children 2 [run 20250101-run-b]\n"),
+      std::string::npos)
       << raw;
   EXPECT_NE(table.find(" w4 busy-self yours: python3 mine.py [run run-7]\n"), std::string::npos) << raw;
   EXPECT_NE(table.find(" w6 stale-lock /tmp/libtpu_lockfile left by bob; no process holds the TPU\n"),

@@ -96,8 +96,9 @@ TEST(PlanKillTest, ForceTakesOtherUsersTreesOfTheirOwnUidOnly) {
 TEST(PlanKillTest, RunFilter) {
   LockScan s = empty_scan();
   s.holders = {holder(proc(500, kAlice, 500, 1, "python3 b.py", "run-b"))};
-  s = with_table(s, {proc(400, kAlice, 400, 1, "sh -c launch", "run-a"), proc(401, kAlice, 400, 400, "python3 a.py", "run-a"),
-                     proc(600, kAlice, 600, 1, "vim notes")});
+  s = with_table(
+      s, {proc(400, kAlice, 400, 1, "sh -c launch", "run-a"),
+          proc(401, kAlice, 400, 400, "python3 a.py", "run-a"), proc(600, kAlice, 600, 1, "vim notes")});
 
   KillPlan only_a = plan_kill(s, {std::string("run-a"), false});
   EXPECT_EQ(victim_pids(only_a), (std::vector<int>{400, 401}));
@@ -129,8 +130,8 @@ TEST(PlanKillTest, NeverTheScannerOrItsAncestors) {
   s.self_pid = 702;
   s.holders = {holder(proc(710, kAlice, 700, 700))};
   s.processes = {proc(1, kRoot, 0, 0), proc(700, kAlice, 700, 1, "bash job.sh", "run-x"),
-                 proc(701, kAlice, 700, 700, "tpurun kill", "run-x"), proc(702, kAlice, 700, 701, "sh -s", "run-x"),
-                 holder(proc(710, kAlice, 700, 700))};
+                 proc(701, kAlice, 700, 700, "tpurun kill", "run-x"),
+                 proc(702, kAlice, 700, 701, "sh -s", "run-x"), holder(proc(710, kAlice, 700, 700))};
 
   KillPlan plan = plan_kill(s, {});
 

@@ -10,9 +10,9 @@ namespace {
 
 using testing::kBobHoldsEverything;
 using testing::make_workers;
+using testing::script_kind;
 using testing::ScriptedReply;
 using testing::ScriptedTransport;
-using testing::script_kind;
 
 // Alice's job (100, child 101) holds worker 0 and its lock.
 const std::string kAliceJobScan = R"(TPURUN-SCAN 1
@@ -51,7 +51,8 @@ ScriptedReply pod_reply(int worker, const RemoteCommand& command) {
   if (worker == 1) return {kind == "TPURUN-SCAN" ? kBobHoldsEverything : "", "", 0};
   if (kind == "TPURUN-SCAN") return {has_arg(command, "kill") ? kAliceJobScan : kStaleScan, "", 0};
   if (kind == "TPURUN-KILL") {
-    return {"TPURUN-KILL 1\nsignal TERM -100 ok\ngone 100 term\nsignal KILL -100 ok\ngone 101 kill\nend\n", "", 0};
+    return {"TPURUN-KILL 1\nsignal TERM -100 ok\ngone 100 term\nsignal KILL -100 ok\ngone 101 kill\nend\n",
+            "", 0};
   }
   if (kind == "TPURUN-CLEAN") return {"TPURUN-CLEAN 1\nremoved /tmp/libtpu_lockfile\nend\n", "", 0};
   return {"", "unexpected command", 1};
@@ -125,7 +126,8 @@ TEST(KillOnWorkersTest, ForceSignalsOtherUsersViaSudoAfterTheAudit) {
   ScriptedTransport transport([](int, const RemoteCommand& c) -> ScriptedReply {
     const std::string kind = script_kind(c);
     if (kind == "TPURUN-SCAN") return {kBobHoldsEverything, "", 0};
-    if (kind == "TPURUN-KILL") return {"TPURUN-KILL 1\ngone 406 term\ngone 407 term\ngone 408 term\nend\n", "", 0};
+    if (kind == "TPURUN-KILL")
+      return {"TPURUN-KILL 1\ngone 406 term\ngone 407 term\ngone 408 term\nend\n", "", 0};
     return {"TPURUN-CLEAN 1\nend\n", "", 0};
   });
   KillRequest r = request();
@@ -141,12 +143,15 @@ TEST(KillOnWorkersTest, ForceSignalsOtherUsersViaSudoAfterTheAudit) {
   EXPECT_EQ(audited, (std::vector<int>{406, 407, 408}));
   auto ran = transport.commands_ran();
   ASSERT_GE(ran.size(), 2u);
-  EXPECT_EQ(ran[1].command.command_line.rfind("exec sudo -n sh -s -- ", 0), 0u) << ran[1].command.command_line;
+  EXPECT_EQ(ran[1].command.command_line.rfind("exec sudo -n sh -s -- ", 0), 0u)
+      << ran[1].command.command_line;
   EXPECT_EQ(reports[0].gone_term.size(), 3u);
 }
 
 TEST(KillOnWorkersTest, RefusedAuditMeansNothingIsSignalled) {
-  ScriptedTransport transport([](int, const RemoteCommand&) { return ScriptedReply{kBobHoldsEverything, "", 0}; });
+  ScriptedTransport transport([](int, const RemoteCommand&) {
+    return ScriptedReply{kBobHoldsEverything, "", 0};
+  });
   KillRequest r = request();
   r.options.force = true;
   r.before_signal = [](const Worker&, const LockScan&, const KillPlan&) -> std::optional<std::string> {

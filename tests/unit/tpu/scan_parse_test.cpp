@@ -26,7 +26,8 @@ TEST(ParseScanTest, RealisticOutput) {
   EXPECT_EQ(leader.ppid, 1);
   EXPECT_EQ(leader.elapsed_s, 7980);
   EXPECT_EQ(leader.command, "python3 train.py --forever --children 2");
-  EXPECT_EQ(leader.devices, (std::vector<std::string>{"/dev/accel0", "/dev/accel1", "/dev/accel2", "/dev/accel10"}));
+  EXPECT_EQ(leader.devices,
+            (std::vector<std::string>{"/dev/accel0", "/dev/accel1", "/dev/accel2", "/dev/accel10"}));
   EXPECT_EQ(leader.run_id, "20250101-run-b");
   EXPECT_EQ(scan->holders[1].devices, std::vector<std::string>{"/dev/accel0"});
   EXPECT_TRUE(scan->lockfile.exists);
@@ -98,8 +99,9 @@ TEST(ParseScanTest, CutOffOrEmptyOutputIsAnError) {
 }
 
 TEST(ParseScanTest, HolderThatExitedBeforePsIsDropped) {
-  auto scan = parse_scan("TPURUN-SCAN 1\ncaller 1001 alice\npriv root\nhold 7 /dev/accel0\nlock 0\nlogs 0\n"
-                         "denied 0\nend\n");
+  auto scan = parse_scan(
+      "TPURUN-SCAN 1\ncaller 1001 alice\npriv root\nhold 7 /dev/accel0\nlock 0\nlogs 0\n"
+      "denied 0\nend\n");
   ASSERT_TRUE(scan) << scan.error();
   EXPECT_TRUE(scan->holders.empty());
 }
@@ -107,8 +109,9 @@ TEST(ParseScanTest, HolderThatExitedBeforePsIsDropped) {
 // Without root, bob's open devices are invisible, but /proc/locks still
 // names the lock's holder, and ps still shows who that is.
 TEST(ParseScanTest, LockHolderSeenWithoutRoot) {
-  auto scan = parse_scan("TPURUN-SCAN 1\ncaller 1003 carol\npriv user\nself 9\nlock 1 1002 bob 3 1 406\nlogs 0\n"
-                         "pinfo 406 1002 bob 406 406 1 60 python3 train.py\ndenied 4\nend\n");
+  auto scan = parse_scan(
+      "TPURUN-SCAN 1\ncaller 1003 carol\npriv user\nself 9\nlock 1 1002 bob 3 1 406\nlogs 0\n"
+      "pinfo 406 1002 bob 406 406 1 60 python3 train.py\ndenied 4\nend\n");
   ASSERT_TRUE(scan) << scan.error();
   ASSERT_TRUE(scan->lock_holder);
   EXPECT_EQ(scan->lock_holder->user, "bob");

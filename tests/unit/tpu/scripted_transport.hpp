@@ -34,7 +34,8 @@ class ScriptedTransport : public Transport {
     return ran_;
   }
 
-  Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker, const CancelToken&) override {
+  Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
+                                                              const CancelToken&) override {
     if (unreachable.count(worker.index)) {
       return unexpected(TransportError{ErrorKind::connect, "connection refused"});
     }

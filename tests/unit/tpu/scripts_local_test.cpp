@@ -131,7 +131,8 @@ TEST_F(LocalScriptsTest, KillScriptSkipsAPidWhoseOwnerChanged) {
   auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());
   CaptureSink sink;
   ASSERT_TRUE((*conn)->run(build_kill_command(plan, 100), sink, CancelToken()));
-  EXPECT_NE(sink.out.find("skipped " + std::to_string(job_) + " owner-changed"), std::string::npos) << sink.out;
+  EXPECT_NE(sink.out.find("skipped " + std::to_string(job_) + " owner-changed"), std::string::npos)
+      << sink.out;
   EXPECT_EQ(::kill(job_, 0), 0);  // still alive
 }
 
