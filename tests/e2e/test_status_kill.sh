@@ -157,7 +157,7 @@ assert_contains "$(row 'w[0,2-4,6-7]')" "free"
 # ------------------------------------------------------------------ an admin's override
 audit=$FAKEPOD_NFS/logs/tpurun-audit.log
 before=0
-[[ -f $audit ]] && before=$(wc -l <"$audit")
+if [[ -f $audit ]]; then before=$(wc -l <"$audit"); else on_exit "rm -f '$audit'"; fi
 expect_exit 0 tpurun_as alice kill --worker 5 --force --yes --grace 2s
 assert_contains "$OUT" "bob"
 assert_contains "$OUT" "$bob5"
