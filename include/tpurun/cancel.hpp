@@ -1,6 +1,7 @@
 #pragma once
 // Ctrl-C as a value that long-running work polls, instead of a process exit.
 #include <atomic>
+#include <stdexcept>
 
 namespace tpurun {
 
@@ -12,6 +13,13 @@ class CancelToken {
 
  private:
   const std::atomic<bool>* flag_ = nullptr;
+};
+
+// Thrown when Ctrl-C stops work that has nothing per-worker to report;
+// the CLI prints it and exits 130.
+class Interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Installs a SIGINT/SIGTERM handler: the first signal sets the returned flag,

@@ -115,6 +115,9 @@ int main(int argc, char** argv) {
   } catch (const ConfigError& e) {
     fmt::print(stderr, "tpurun: error: {}\n", e.what());
     return 2;
+  } catch (const Interrupted& e) {
+    fmt::print(stderr, "tpurun: {}\n", e.what());
+    return 130;
   } catch (const UsageError& e) {
     fmt::print(stderr, "tpurun: error: {}\n", e.what());
     return 2;

@@ -64,6 +64,7 @@ StagedSnapshot snapshot(const Target& target, const std::string& user, Context& 
                                  human_bytes(p.bytes_done), human_bytes(p.bytes_total), human_bytes(p.bytes_reused)));
   });
   printer.clear_progress();
+  if (!staged && ctx.cancel.cancelled()) throw Interrupted("interrupted while staging: " + staged.error().message);
   if (!staged) throw std::runtime_error("staging failed: " + staged.error().message);
   return *staged;
 }
