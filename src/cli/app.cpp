@@ -11,9 +11,11 @@
 #include "cli/context.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
+#include "cli/kill.hpp"
 #include "cli/logs.hpp"
 #include "cli/runs.hpp"
 #include "cli/stage.hpp"
+#include "cli/status.hpp"
 #include "tpurun/config.hpp"
 #include "tpurun/suggest.hpp"
 #include "tpurun/worker_select.hpp"
@@ -79,12 +81,16 @@ int main(int argc, char** argv) {
   LogsOptions logs;
   RunsOptions runs;
   GcOptions gc;
+  StatusOptions status;
+  KillCommandOptions kill;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
       {register_logs(app, logs), [&](Context& c) { return run_logs(logs, c); }},
       {register_runs(app, runs), [&](Context& c) { return run_runs(runs, c); }},
       {register_gc(app, gc), [&](Context& c) { return run_gc(gc, c); }},
+      {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
+      {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
   };
 
   SystemEnvironment env;

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Benchmarks `tpurun status` (who holds the TPU on every worker) against the
+# cost of reaching the workers at all (`tpurun exec -- true`) and against what
+# people run today (`pdsh -R ssh -w ... sudo lsof -w /dev/accel0`). Not a test
+# (timings depend on the machine); run it by hand, as root:
+#
+#   bench/status.sh                    # 32 workers, 7 repetitions
+#   WORKERS=64 REPS=11 bench/status.sh
+#   TPURUN_BIN=/path/to/tpurun bench/status.sh
+#
+# It brings the pod simulator up with $WORKERS workers (restoring the previous
+# size at exit), starts bob's fake trainer on worker 1 so that the scan has a
+# holder to report, then runs the three commands as alice, interleaved, REPS
+# times, and prints the medians and the targets:
+#   status / exec true <= 1.3
+#   lsof route / status >= 5
+# ssh and tpurun both use curve25519-sha256, so key exchange costs the same.
+# Last, the lookup alone on this host's process table: the scan's find against
+# lsof (on a simulated worker there are only a handful of processes, so there
+# SSH dominates both routes).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+WORKERS=${WORKERS:-32}
+REPS=${REPS:-7}
+TPURUN_BIN=${TPURUN_BIN:-$root/build/tpurun}
+FAKEPOD=$root/scripts/fakepod
+KEX=curve25519-sha256
+
+[[ $(id -u) == 0 ]] || { echo "run as root (it drives scripts/fakepod)" >&2; exit 2; }
+[[ -x $TPURUN_BIN ]] || { echo "no tpurun binary at $TPURUN_BIN (set TPURUN_BIN)" >&2; exit 2; }
+for tool in pdsh ssh lsof setpriv python3; do
+  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
+done
+
+previous=$("$FAKEPOD" env | sed -n 's/^FAKEPOD_WORKERS=//p')
+"$FAKEPOD" up "$WORKERS" >&2
+eval "$("$FAKEPOD" env)"
+bin=$FAKEPOD_STATE/bin/tpurun-bench
+install -m 755 "$TPURUN_BIN" "$bin"
+work=$(mktemp -d /var/tmp/tpurun-bench-status.XXXXXX)
+chmod 755 "$work"
+trainer_pid=""
+
+cleanup() {
+  set +e
+  if [[ -n $trainer_pid ]]; then "$FAKEPOD" exec 1 -- kill -9 -- "-$trainer_pid" >/dev/null 2>&1; fi
+  "$FAKEPOD" exec 1 -- rm -rf /tmp/libtpu_lockfile /tmp/tpu_logs /tmp/bench-trainer.log >/dev/null 2>&1
+  rm -f "$bin"
+  rm -rf "$work"
+  if [[ $previous == 0 ]]; then
+    "$FAKEPOD" down >&2
+  elif [[ -n $previous && $previous != "$WORKERS" ]]; then
+    "$FAKEPOD" up "$previous" >&2
+  fi
+}
+trap cleanup EXIT
+
+# bob's trainer holds worker 1.
+cp "$root/examples/trainer/train.py" "$work/train.py"
+chmod 644 "$work/train.py"
+# shellcheck disable=SC2016
+trainer_pid=$("$FAKEPOD" exec 1 --user bob -- bash -c \
+  '( exec setsid python3 "$0" --forever >/tmp/bench-trainer.log 2>&1 </dev/null ) & echo $!' "$work/train.py")
+for _ in $(seq 100); do
+  "$FAKEPOD" exec 1 -- grep -q holds /tmp/bench-trainer.log 2>/dev/null && break
+  sleep 0.1
+done
+
+home=$(getent passwd alice | cut -d: -f6)
+hosts=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["pods"]["sim"]["workers"]))' \
+  "$FAKEPOD_CONFIG")
+known=$work/known_hosts
+touch "$known"
+chown alice: "$known"
+
+as_alice() {
+  setpriv --reuid=alice --regid="$(id -g alice)" --init-groups -- env -i HOME="$home" USER=alice LOGNAME=alice \
+    PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 TPURUN_SSH_KEX="$KEX" \
+    PDSH_SSH_ARGS="-i $home/.ssh/id_ed25519 -o IdentitiesOnly=yes -o BatchMode=yes -o KexAlgorithms=$KEX \
+-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=$known -o GSSAPIAuthentication=no \
+-o LogLevel=ERROR -l%u %h" \
+    PDSH_RCMD_TYPE=ssh "$@" </dev/null
+}
+
+run_status() { as_alice "$bin" --config "$FAKEPOD_CONFIG" status >/dev/null || [[ $? == 1 ]]; }
+run_exec() { as_alice "$bin" --config "$FAKEPOD_CONFIG" exec -- true >/dev/null; }
+# lsof exits 1 on every worker where nothing holds the device; pdsh says so.
+run_lsof() { as_alice pdsh -R ssh -f 64 -w "$hosts" sudo lsof -w /dev/accel0 >/dev/null 2>&1 || true; }
+
+results=$work/times.txt
+: >"$results"
+timed() {  # LABEL FUNCTION
+  local start end
+  start=$(date +%s%N)
+  "$2"
+  end=$(date +%s%N)
+  echo "$1 $(((end - start) / 1000))" >>"$results"
+}
+
+# Warm up: host keys recorded, page cache and sudo's first run out of the way.
+run_exec
+run_status
+run_lsof
+# Both must see bob's job, or they measure nothing.
+seen=$(as_alice "$bin" --config "$FAKEPOD_CONFIG" status --worker 1 || true)
+[[ $seen == *busy-other* ]] || { echo "status does not see bob's trainer on w1: $seen" >&2; exit 1; }
+seen=$(as_alice pdsh -R ssh -w "$(cut -d, -f2 <<<"$hosts")" sudo lsof -w /dev/accel0 2>&1 || true)
+[[ $seen == *python3*bob* ]] || { echo "lsof does not see bob's trainer on w1: $seen" >&2; exit 1; }
+
+for ((r = 1; r <= REPS; r++)); do
+  timed status run_status
+  timed exec_true run_exec
+  timed lsof run_lsof
+  echo "repetition $r/$REPS done" >&2
+done
+
+# The lookup itself, without SSH: on this host's whole process table (a real
+# TPU VM has hundreds of processes; a simulated worker has five), the find that
+# the scan runs against lsof, both looking for one file a process holds open.
+held=$work/fake-accel0
+: >"$held"
+sleep 600 3<"$held" &
+holder=$!
+lookup_find() { find /proc/[0-9]*/fd -maxdepth 1 -lname "$held" >/dev/null 2>&1 || true; }
+lookup_lsof() { lsof -w "$held" >/dev/null 2>&1 || true; }
+for ((r = 1; r <= REPS; r++)); do
+  timed host_find lookup_find
+  timed host_lsof lookup_lsof
+done
+kill "$holder"
+nproc_host=$(ls -d /proc/[0-9]* | wc -l)
+
+python3 - "$results" "$WORKERS" "$nproc_host" <<'PY'
+import statistics, sys
+times = {}
+for line in open(sys.argv[1]):
+    label, us = line.split()
+    times.setdefault(label, []).append(int(us) / 1e6)
+med = {k: statistics.median(v) for k, v in times.items()}
+print(f"{sys.argv[2]} workers, {len(times['status'])} repetitions, medians:")
+for k in ("status", "exec_true", "lsof"):
+    print(f"  {k:<10} {med[k]:.3f}s   (min {min(times[k]):.3f}s, max {max(times[k]):.3f}s)")
+r1 = med["status"] / med["exec_true"]
+r2 = med["lsof"] / med["status"]
+print(f"status / exec true   = {r1:.2f}  (target <= 1.3: {'met' if r1 <= 1.3 else 'MISSED'})")
+print(f"lsof route / status  = {r2:.2f}  (target >= 5:   {'met' if r2 >= 5 else 'MISSED'})")
+print(f"lsof route / exec true = {med['lsof'] / med['exec_true']:.2f}  (the most any remote scan could reach)")
+print(f"lookup on this host ({sys.argv[3]} processes): find {med['host_find'] * 1000:.1f}ms, "
+      f"lsof {med['host_lsof'] * 1000:.1f}ms ({med['host_lsof'] / med['host_find']:.1f}x)")
+PY

@@ -1,0 +1,121 @@
+// tpurun kill: stop your own jobs on every worker, whole process trees, and
+// check that the TPU is free afterwards. Other users' processes are listed,
+// never signalled, unless an admin says --force --yes.
+#include "cli/kill.hpp"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "cli/identity.hpp"
+#include "cli/kill_audit.hpp"
+#include "cli/report.hpp"
+#include "tpurun/duration.hpp"
+#include "tpurun/printer.hpp"
+#include "tpurun/worker_select.hpp"
+
+namespace tpurun::cli {
+
+int parse_grace(const std::string& text) {
+  const auto ms = parse_duration(text).count();
+  if (ms > 24 * 3600 * 1000LL) throw UsageError(fmt::format("--grace {}: at most 24h", text));
+  return static_cast<int>(ms);
+}
+
+CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
+  CLI::App* cmd =
+      app.add_subcommand("kill", "Stop your jobs that hold the TPU, on every worker, and verify it is free");
+  add_target_options(*cmd, o.target);
+  cmd->add_option("--run", o.run, "Only this tpurun run (its TPURUN_RUN_ID); your other jobs are left alone");
+  cmd->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL")->default_str("10s");
+  cmd->add_flag("--dry-run", o.dry_run, "Show exactly what would be signalled and removed; signal nothing");
+  cmd->add_flag("--json", o.json, "Print one JSON record per worker (schema: docs/ownership.md)");
+  cmd->add_flag("--force", o.force,
+                "Admins: also kill other users' processes holding the TPU, via sudo -n (needs --yes)");
+  cmd->add_flag("--yes", o.yes, "Confirm --force");
+  cmd->footer(R"(What is killed: each of your processes that holds a TPU device, and your tpurun
+jobs (processes with TPURUN_RUN_ID; only RUN's with --run), each with its whole
+tree: its process group and all its descendants, your processes only. SIGTERM
+first, SIGKILL after --grace; then the worker is scanned again.
+
+Never killed: other users' processes. They are listed with user, pid, age and
+command so you know whom to ask. --force --yes (admins) kills them too, as root,
+and appends one line per process to <logs_root>/tpurun-audit.log first.
+
+Stale locks: once no process holds a device, a leftover /tmp/libtpu_lockfile
+(nobody holding its lock) and /tmp/tpu_logs are removed, with sudo -n when
+another user owns them. While anything holds the TPU, nothing is removed.
+
+Exit status: 0 if every selected worker ended free; 1 if any is still busy,
+has a stale lock or could only be seen partially (no sudo); 255 if any could
+not be reached or scanned; 2 for usage errors; 130 after Ctrl-C.
+--dry-run exits 0 unless a worker could not be scanned.
+
+Examples:
+  tpurun kill --dry-run             # what would be signalled
+  tpurun kill                       # your jobs, TERM then KILL after 10s
+  tpurun kill --run 20250101-1200-ab12 --grace 30s
+  tpurun kill --worker 3 --force --yes   # admin: free worker 3 whoever holds it)");
+  return cmd;
+}
+
+int run_kill(const KillCommandOptions& o, Context& ctx) {
+  if (o.force && !o.yes && !o.dry_run) {
+    throw UsageError(
+        "--force kills other users' processes (as root, via sudo -n) and is recorded in the audit log; "
+        "add --yes to confirm, and try --dry-run --force first to see whom it would hit");
+  }
+  if (o.yes && !o.force) throw UsageError("--yes only confirms --force");
+  KillRequest request;
+  request.grace_ms = parse_grace(o.grace);
+  if (!o.run.empty()) request.options.run_id = o.run;
+  request.options.force = o.force;
+  request.dry_run = o.dry_run;
+
+  Target target = resolve_target(o.target, ctx);
+  request.device_globs = target.pod.device_globs;
+  LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+
+  std::optional<AuditLog> audit;
+  if (o.force && !o.dry_run) {
+    if (target.pod.logs_root.empty()) {
+      printer.note("no logs_root in the pod's config: this --force is not recorded in an audit log");
+    } else {
+      audit.emplace(target.pod.logs_root + "/tpurun-audit.log", local_user(ctx.env),
+                    [] { return std::time(nullptr); });
+    }
+    request.before_signal = [&](const Worker& worker, const LockScan& scan,
+                                const KillPlan& plan) -> std::optional<std::string> {
+      if (!plan.needs_root || !audit) return std::nullopt;
+      if (auto error = audit->record(worker, scan, plan)) return *error + "; nothing was signalled";
+      return std::nullopt;
+    };
+  }
+
+  auto transport = ctx.make_transport(target.pod);
+  printer.progress(
+      fmt::format("{} on {} workers...", o.dry_run ? "scanning" : "killing", target.workers.size()));
+  auto reports = kill_on_workers(target.workers, *transport, o.target.fanout, ctx.cancel, request);
+  printer.clear_progress();
+
+  const int code = ctx.cancel.cancelled() ? 130 : kill_exit_code(reports, o.dry_run);
+  if (o.json) {
+    nlohmann::json doc{{"pod", target.pod.name},
+                       {"dry_run", o.dry_run},
+                       {"exit_code", code},
+                       {"workers", nlohmann::json::array()}};
+    for (const WorkerKill& r : reports) doc["workers"].push_back(kill_report_to_json(r, o.dry_run));
+    print_json(ctx.out, doc);
+  } else {
+    std::string text = format_kill_report(reports, request, ctx.out_is_tty);
+    std::fwrite(text.data(), 1, text.size(), ctx.out);
+    std::fflush(ctx.out);
+  }
+  if (audit && std::any_of(reports.begin(), reports.end(),
+                           [](const WorkerKill& r) { return r.signalled && r.plan.needs_root; })) {
+    printer.note("recorded in " + audit->path());
+  }
+  return code;
+}
+
+}  // namespace tpurun::cli

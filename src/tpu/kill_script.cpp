@@ -1,0 +1,168 @@
+// The remote halves of kill and of the stale-lock cleanup. Both re-check on
+// the worker, at the last moment, what the plan assumed: a pid is signalled
+// only while it is still the same process (start time) with the same owner,
+// a group only while one of its planned members is alive in it, a lockfile
+// removed only while no lock is held on it and no process holds a device.
+#include "tpu/scripts.hpp"
+
+namespace tpurun::tpu {
+namespace {
+
+// Output (TPURUN-KILL 1), one record per line:
+//   signal SIG TARGET ok|failed     TARGET: -PGID or PID
+//   gone PID before|term|kill
+//   alive PID                       survived SIGKILL
+//   skipped PID REASON
+//   end
+const char* const kKillBody = R"sh(echo 'TPURUN-KILL 1'
+grace=$1
+shift
+# now: centiseconds since boot, into $t (no fork).
+now() {
+  read -r t _ </proc/uptime
+  t=${t%%.*}${t#*.}
+  while :; do case $t in 0?*) t=${t#0} ;; *) break ;; esac; done
+}
+# ident PID: sets st (start time), eu (effective uid), pg (pgid); fails when
+# the process is gone or a zombie.
+ident() {
+  _p=$1
+  read -r _s </proc/"$_p"/stat || return 1
+  set -- ${_s##*) }
+  case $1 in Z|X|x) return 1 ;; esac
+  pg=$3
+  shift 19
+  st=$1
+  eu=
+  while read -r _k _a _b _; do
+    if [ "$_k" = Uid: ]; then eu=$_b; break; fi
+  done </proc/"$_p"/status
+  [ -n "$eu" ]
+}
+# alive PID: still the process we recorded.
+alive() { ident "$1" && eval "[ \"\$st\" = \"\$start_$1\" ]"; }
+# send SIG: each planned group that still has a live victim in it, then each
+# live victim outside the groups just signalled.
+send() {
+  sent=
+  for g in $groups; do
+    for p in $victims; do
+      if alive "$p" && [ "$pg" = "$g" ]; then
+        if kill -s "$1" -- "-$g"; then r=ok; else r=failed; fi
+        echo "signal $1 -$g $r"
+        sent="$sent $g"
+        break
+      fi
+    done
+  done
+  for p in $victims; do
+    alive "$p" || continue
+    case " $sent " in *" $pg "*) continue ;; esac
+    if kill -s "$1" "$p"; then r=ok; else r=failed; fi
+    echo "signal $1 $p $r"
+  done
+}
+# wait_gone CENTISECONDS: until every victim is gone or time is up; the
+# survivors are left in $left.
+wait_gone() {
+  now
+  _end=$((t + $1))
+  while :; do
+    left=
+    for p in $victims; do alive "$p" && left="$left $p"; done
+    [ -z "$left" ] && return
+    now
+    [ "$t" -ge "$_end" ] && return
+    sleep 0.1
+  done
+}
+
+set -f
+victims= groups=
+for it do
+  case $it in
+    g:*)
+      g=${it#g:}
+      case $g in ''|*[!0-9]*) echo "skipped $g bad-group"; continue ;; esac
+      groups="$groups $g" ;;
+    *)
+      p=${it%%:*} r=${it#*:}
+      u=${r%%:*} want_pg=${r#*:}
+      case $p:$u:$want_pg in *[!0-9:]*|:*|*::*|*:) echo "skipped $p bad-item"; continue ;; esac
+      if ! ident "$p"; then echo "gone $p before"; continue; fi
+      if [ "$eu" != "$u" ]; then echo "skipped $p owner-changed"; continue; fi
+      eval "start_$p=\$st"
+      victims="$victims $p" ;;
+  esac
+done
+
+send TERM
+wait_gone "$grace"
+for p in $victims; do
+  case " $left " in *" $p "*) ;; *) echo "gone $p term" ;; esac
+done
+if [ -n "$left" ]; then
+  victims=$left
+  send KILL
+  wait_gone 500
+  for p in $victims; do
+    case " $left " in *" $p "*) echo "alive $p" ;; *) echo "gone $p kill" ;; esac
+  done
+fi
+echo end
+)sh";
+
+// Output (TPURUN-CLEAN 1):
+//   busy PID                   a process holds a device: nothing removed
+//   removed PATH | failed PATH | kept PATH REASON
+//   end
+const char* const kCleanBody = R"sh(echo 'TPURUN-CLEAN 1'
+want_ino=$1 logs=$2
+shift 2
+)sh";
+
+const char* const kCleanTail =
+    R"sh(busy=$(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( "$@" \) -printf '%h\n' -quit)
+if [ -n "$busy" ]; then
+  busy=${busy#/proc/}
+  echo "busy ${busy%/fd}"
+  echo end
+  exit 0
+fi
+set -f
+lf=/tmp/libtpu_lockfile
+if [ "$want_ino" != - ]; then
+  if st=$(stat -c '%i %d' "$lf"); then
+    set -- $st
+    lock_state "$1" "$2"
+    if [ "$1" != "$want_ino" ]; then
+      echo "kept $lf replaced"
+    elif [ "$held" = 1 ]; then
+      echo "kept $lf held-by-$lpid"
+    elif rm -f "$lf"; then
+      echo "removed $lf"
+    else
+      echo "failed $lf"
+    fi
+  fi
+fi
+if [ "$logs" = 1 ] && { [ -e /tmp/tpu_logs ] || [ -L /tmp/tpu_logs ]; }; then
+  if rm -rf /tmp/tpu_logs; then echo 'removed /tmp/tpu_logs'; else echo 'failed /tmp/tpu_logs'; fi
+fi
+echo end
+)sh";
+
+}  // namespace
+
+const std::string& kill_script() {
+  static const std::string script = std::string("# tpurun kill (TPURUN-KILL 1)\n") + kShPrelude + kKillBody;
+  return script;
+}
+
+const std::string& clean_script() {
+  static const std::string script = std::string("# tpurun stale-lock cleanup (TPURUN-CLEAN 1)\n") +
+                                    kShPrelude + kShLockFunction + kCleanBody + kShDeviceFind + kCleanTail;
+  return script;
+}
+
+}  // namespace tpurun::tpu

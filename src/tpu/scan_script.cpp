@@ -1,0 +1,165 @@
+// The scan that status, kill and stage's preflight share. It has to be fast
+// (one `find` over /proc/*/fd instead of lsof per device) and to run on a
+// stock image, so it is plain sh plus coreutils, findutils and procps.
+#include "tpu/scripts.hpp"
+#include "tpurun/shell_quote.hpp"
+#include "tpurun/tpu_scan.hpp"
+
+namespace tpurun::tpu {
+
+const char* const kShPrelude = R"sh(export LC_ALL=C
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+exec 2>/dev/null
+)sh";
+
+// "$@" holds the device globs; afterwards it holds `-lname G1 -o -lname G2 ...`.
+const char* const kShDeviceFind = R"sh(n=$#
+for g do set -- "$@" -o -lname "$g"; done
+shift "$n"
+if [ $# -gt 0 ]; then shift; else set -- -false; fi
+)sh";
+
+// lock_state INODE DEV: is a lock held on that file (DEV: st_dev, decimal)?
+// /proc/locks names files as MAJOR:MINOR:INODE (hex, hex, decimal) and is
+// world-readable, so this works without root. Sets held=0|1 and lpid (the
+// holder, or -).
+const char* const kShLockFunction = R"sh(lock_state() {
+  held=0 lpid=-
+  _maj=$(( ($2 >> 8) & 0xfff )) _min=$(( ($2 & 0xff) | (($2 >> 12) & 0xfff00) ))
+  while read -r _ _kind _ _ _pid _where _; do
+    [ "$_kind" = '->' ] && continue
+    case $_where in
+      *:*:"$1")
+        _m=${_where%%:*} _r=${_where#*:}
+        _r=${_r%%:*}
+        if [ $((0x$_m)) = "$_maj" ] && [ $((0x$_r)) = "$_min" ]; then
+          held=1 lpid=$_pid
+          return
+        fi ;;
+    esac
+  done </proc/locks
+}
+)sh";
+
+namespace {
+
+// Output (TPURUN-SCAN 1), one record per line:
+//   caller UID USER | priv root|user | self PID
+//   hold PID DEVICE                       one per open TPU device file
+//   lock 0 | lock 1 UID USER INODE HELD LOCK_PID|-
+//   logs 0 | logs 1 UID USER              /tmp/tpu_logs
+//   begin pinfo ... end pinfo             ps lines: PID UID USER PGID SID PPID ELAPSED ARGS
+//                                         for the holders and the lock's holder
+//   begin proc ... end proc               kill mode, every process: PID PPID PGID SID UID ELAPSED ARGS
+//   begin runid ... end runid             grep lines: /proc/PID/environ:TPURUN_RUN_ID=VALUE
+//   denied N                              fd dirs that could not be read (partial view)
+//   end
+// Every external program costs a fork and an exec on each worker, so there
+// are few: one find looks at the fds and at both files, and ps and grep run
+// only when something holds the TPU (or for kill).
+const char* const kScanHead = R"sh(mode=$1
+shift
+uid=
+while read -r _k _ _e _; do
+  if [ "$_k" = Uid: ]; then uid=$_e; break; fi
+done </proc/self/status
+if [ "$uid" = 0 ] && [ -n "${SUDO_UID:-}" ]; then
+  cuid=$SUDO_UID cuser=${SUDO_USER:-$SUDO_UID} priv=root
+elif [ "$uid" = 0 ]; then
+  cuid=0 cuser=root priv=root
+else
+  cuid=$uid cuser=$(id -un) || cuser=$uid
+  priv=user
+fi
+printf 'TPURUN-SCAN 1\ncaller %s %s\npriv %s\nself %s\n' "$cuid" "$cuser" "$priv" "$$"
+)sh";
+
+const char* const kScanBody =
+    R"sh(found=$(find /proc/[0-9]*/fd /tmp/libtpu_lockfile /tmp/tpu_logs -maxdepth 1 \
+  \( -path '/tmp/*' -prune -printf 'F %p %U %u %i %D\n' \) -o \( \( "$@" \) -printf 'H %h %l\n' \) 2>&1)
+set -f
+denied=0 pids= last= lock='lock 0' logs='logs 0'
+while read -r kind a rest; do
+  case $kind in
+    H)
+      p=${a#/proc/}
+      p=${p%/fd}
+      printf 'hold %s %s\n' "$p" "$rest"
+      if [ "$p" != "$last" ]; then pids=$pids${pids:+,}$p last=$p; fi ;;
+    F)
+      set -- $rest
+      case $a in
+        /tmp/libtpu_lockfile)
+          lock_state "$3" "$4"
+          lock="lock 1 $1 $2 $3 $held $lpid" ;;
+        /tmp/tpu_logs) logs="logs 1 $1 $2" ;;
+      esac ;;
+    *)
+      case $rest in *'Permission denied') denied=$((denied + 1)) ;; esac ;;
+  esac
+done <<EOF
+$found
+EOF
+printf '%s\n%s\n' "$lock" "$logs"
+case $lock in
+  'lock 1 '*' 1 '[1-9]*)
+    case ",$pids," in *",$lpid,"*) ;; *) pids=$pids${pids:+,}$lpid ;; esac ;;
+esac
+
+if [ -n "$pids" ]; then
+  echo 'begin pinfo'
+  LC_ALL=C.UTF-8 ps -ww -o pid=,uid=,user:32=,pgid=,sid=,ppid=,etimes=,args= -p "$pids"
+  echo 'end pinfo'
+fi
+set --
+if [ "$mode" = kill ]; then
+  echo 'begin proc'
+  LC_ALL=C.UTF-8 ps -e -ww -o pid=,ppid=,pgid=,sid=,uid=,etimes=,args=
+  echo 'end proc'
+  set +f
+  set -- /proc/[0-9]*/environ
+else
+  IFS=,
+  for p in $pids; do set -- "$@" "/proc/$p/environ"; done
+  IFS=' 	
+'
+fi
+if [ $# -gt 0 ]; then
+  echo 'begin runid'
+  grep -azH '^TPURUN_RUN_ID=' "$@" | tr '\0\n' '\n '
+  echo 'end runid'
+fi
+printf 'denied %s\nend\n' "$denied"
+)sh";
+
+}  // namespace
+
+const std::string& scan_script() {
+  static const std::string script = std::string("# tpurun TPU scan (TPURUN-SCAN 1)\n") + kShPrelude +
+                                    kShLockFunction + kScanHead + kShDeviceFind + kScanBody;
+  return script;
+}
+
+std::string script_command_line(Privilege privilege, const std::vector<std::string>& args) {
+  const std::string tail = "sh -s --" + (args.empty() ? std::string() : " " + shell_join(args));
+  switch (privilege) {
+    case Privilege::prefer_root:
+      // sudo -n refuses before reading stdin, so the fallback still gets the script.
+      return "sudo -n " + tail + " 2>/dev/null || exec " + tail;
+    case Privilege::root: return "exec sudo -n " + tail;
+    case Privilege::login_user: break;
+  }
+  return "exec " + tail;
+}
+
+}  // namespace tpurun::tpu
+
+namespace tpurun {
+
+RemoteCommand build_scan_command(const ScanRequest& request) {
+  std::vector<std::string> args{request.process_table ? "kill" : "status"};
+  args.insert(args.end(), request.device_globs.begin(), request.device_globs.end());
+  return {tpu::script_command_line(tpu::Privilege::prefer_root, args), tpu::scan_script()};
+}
+
+}  // namespace tpurun

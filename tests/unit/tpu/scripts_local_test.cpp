@@ -1,0 +1,140 @@
+// The real scan and kill scripts, run by the local shell against real
+// processes holding a stand-in device file in a temp dir. Nothing outside
+// that dir and the processes this test starts is touched.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "fake_transport.hpp"
+#include "tpurun/local_transport.hpp"
+#include "tpurun/tpu_kill.hpp"
+
+namespace tpurun {
+namespace {
+
+class LocalScriptsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/tpurun-unit-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    std::ofstream(dir_ + "/accel0").put('\n');
+    run_id_ = "unit-" + std::to_string(std::random_device()());
+  }
+
+  void TearDown() override {
+    if (job_ > 0) {
+      ::kill(-job_, SIGKILL);
+      ::waitpid(job_, nullptr, 0);
+    }
+    std::system(("rm -rf " + dir_).c_str());
+  }
+
+  // A job in its own session: the shell opens the device, ignores SIGTERM
+  // (inherited by its children), and starts a child; both hold the device.
+  void start_job() {
+    const std::string script = "exec 3<" + dir_ + "/accel0; trap '' TERM; sleep 300 & echo ready >" + dir_ +
+                               "/ready; exec sleep 301";
+    job_ = fork();
+    ASSERT_GE(job_, 0);
+    if (job_ == 0) {
+      setsid();
+      setenv("TPURUN_RUN_ID", run_id_.c_str(), 1);
+      execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && access((dir_ + "/ready").c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // The background sleep has started once "ready" exists; give exec a moment.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  std::vector<std::string> globs() const { return {dir_ + "/accel*"}; }
+
+  std::string dir_;
+  std::string run_id_;
+  pid_t job_ = -1;
+};
+
+TEST_F(LocalScriptsTest, ScanFindsTheJobAndItsChildWithRunId) {
+  start_job();
+  LocalTransport transport;
+  auto results = scan_workers(testing::make_workers(1), transport, 1, CancelToken(), globs());
+  ASSERT_TRUE(results[0].scan) << results[0].error;
+  const LockScan& scan = *results[0].scan;
+  EXPECT_EQ(scan.caller_uid, static_cast<int>(getuid()));
+  std::vector<int> pids;
+  for (const ScannedProcess& p : scan.holders) {
+    pids.push_back(p.pid);
+    EXPECT_EQ(p.uid, static_cast<int>(getuid()));
+    EXPECT_EQ(p.pgid, job_);
+    EXPECT_EQ(p.devices, std::vector<std::string>{dir_ + "/accel0"});
+    EXPECT_EQ(p.run_id, run_id_);
+    EXPECT_EQ(p.command.rfind("sleep 30", 0), 0u) << p.command;
+  }
+  ASSERT_EQ(pids.size(), 2u);
+  EXPECT_TRUE(std::find(pids.begin(), pids.end(), job_) != pids.end());
+  EXPECT_NE(results[0].state, TpuState::free);
+}
+
+// The job ignores SIGTERM: after the grace period SIGKILL takes the group.
+TEST_F(LocalScriptsTest, KillScriptTakesTheWholeGroupWithSigkillAfterGrace) {
+  start_job();
+  LocalTransport transport;
+  auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());
+  ASSERT_TRUE(conn);
+  auto scan = scan_connection(**conn, testing::make_workers(1)[0], {globs(), true}, CancelToken());
+  ASSERT_TRUE(scan && scan->scan);
+  KillPlan plan = plan_kill(*scan->scan, {run_id_, false});
+  ASSERT_EQ(plan.victims.size(), 2u);
+  EXPECT_EQ(plan.groups, std::vector<int>{job_});
+  EXPECT_FALSE(plan.needs_root);
+
+  CaptureSink sink;
+  auto exit = (*conn)->run(build_kill_command(plan, 300), sink, CancelToken());
+  ASSERT_TRUE(exit);
+
+  EXPECT_NE(sink.out.find("signal TERM -" + std::to_string(job_) + " ok"), std::string::npos) << sink.out;
+  EXPECT_NE(sink.out.find("signal KILL -" + std::to_string(job_) + " ok"), std::string::npos) << sink.out;
+  EXPECT_NE(sink.out.find("gone " + std::to_string(job_) + " kill"), std::string::npos) << sink.out;
+  EXPECT_EQ(sink.out.find("alive"), std::string::npos) << sink.out;
+  EXPECT_NE(sink.out.find("\nend\n"), std::string::npos) << sink.out;
+  int status = 0;
+  ASSERT_EQ(::waitpid(job_, &status, 0), job_);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  job_ = -1;
+
+  auto after = scan_connection(**conn, testing::make_workers(1)[0], {globs(), false}, CancelToken());
+  ASSERT_TRUE(after && after->scan);
+  EXPECT_TRUE(after->scan->holders.empty());
+}
+
+// A pid that is now someone else's process (or a reused pid) is not signalled.
+TEST_F(LocalScriptsTest, KillScriptSkipsAPidWhoseOwnerChanged) {
+  start_job();
+  KillPlan plan;
+  ScannedProcess p;
+  p.pid = job_;
+  p.uid = static_cast<int>(getuid()) + 4242;  // not who owns it
+  p.pgid = job_;
+  plan.victims.push_back({p, "test"});
+  LocalTransport transport;
+  auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());
+  CaptureSink sink;
+  ASSERT_TRUE((*conn)->run(build_kill_command(plan, 100), sink, CancelToken()));
+  EXPECT_NE(sink.out.find("skipped " + std::to_string(job_) + " owner-changed"), std::string::npos)
+      << sink.out;
+  EXPECT_EQ(::kill(job_, 0), 0);  // still alive
+}
+
+}  // namespace
+}  // namespace tpurun
