@@ -93,14 +93,15 @@ int FilePlacer::open_source(const SourceFile& file) {
 }
 
 // One pass over the bytes: read, hash, write into the snapshot; then store.
+// (An empty file is not even opened: there is nothing to read.)
 Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_fd, const char* name) {
-  UniqueFd source(open_source(file));
-  if (!source) return unexpected(read_error(file.path, errno));
+  UniqueFd source(file.stamp.size == 0 ? -1 : open_source(file));
+  if (!source && file.stamp.size != 0) return unexpected(read_error(file.path, errno));
   UniqueFd target(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
   if (!target) return unexpected(write_error(file.path, errno));
   hasher_.reset();
   std::uint64_t total = 0;
-  for (;;) {
+  while (source) {
     ssize_t n = ::read(source.get(), buffer_.get(), kBufferSize);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -125,7 +126,7 @@ Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_f
   ContentHash hash = hasher_.digest();
   auto adopted = store_.adopt(dir_fd, name, ObjectStore::object_name(hash, file.executable));
   if (!adopted) return unexpected(write_error(file.path, adopted.error()));
-  return Placed{hash, true, *adopted == ObjectStore::Adopted::shared, total};
+  return Placed{hash, bool(source), *adopted == ObjectStore::Adopted::shared, total};
 }
 
 }  // namespace tpurun::staging

@@ -112,7 +112,7 @@ std::optional<ContentHash> StatCache::find(const std::string& path, const FileSt
 }
 
 void StatCache::put(const std::string& path, const FileStamp& stamp, const ContentHash& hash) {
-  if (!enabled() || stamp.mtime_ns >= racy_after_ns_ || stamp.ctime_ns >= racy_after_ns_) return;
+  if (!enabled() || stamp.mtime_ns >= racy_after_ns_) return;
   next_.emplace_back(path, Entry{stamp, hash});
 }
 

@@ -23,8 +23,9 @@ class StatCache {
   std::optional<ContentHash> find(const std::string& path, const FileStamp& stamp) const;
 
   // Records a file for the next save. Files modified at or after
-  // `racy_after_ns` are left out: a write within the same timestamp tick
-  // could change them without changing their stamp (git's "racy" files).
+  // `racy_after_ns` are left out: another write within the same timestamp
+  // tick could change them without changing their stamp (git's "racy"
+  // files). An older mtime is safe, as any later write would set it to now.
   void put(const std::string& path, const FileStamp& stamp, const ContentHash& hash);
   void set_racy_after(std::int64_t ns) { racy_after_ns_ = ns; }
 
