@@ -3,11 +3,18 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include <fmt/format.h>
 
 namespace tpurun::staging {
 
-std::string ContentHash::hex() const { return fmt::format("{:016x}{:016x}", high, low); }
+std::string ContentHash::hex() const {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(32, '0');
+  for (int i = 0; i < 16; ++i) {
+    out[i] = digits[(high >> (60 - 4 * i)) & 0xf];
+    out[16 + i] = digits[(low >> (60 - 4 * i)) & 0xf];
+  }
+  return out;
+}
 
 Hasher::Hasher() : state_(XXH3_createState()) { reset(); }
 Hasher::~Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }

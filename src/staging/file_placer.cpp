@@ -31,15 +31,14 @@ StageError write_error(const std::string& path, int err) {
   return StageError{"cannot write " + path + " into the snapshot: " + errno_text(err) + hint};
 }
 
-FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store, const StatCache& cache)
+FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store)
     : sources_(source_fd, false),
       targets_(tree_fd, true),
       store_(store),
-      cache_(cache),
       buffer_(new char[kBufferSize]),
       fix_mode_((current_umask() & 0555) != 0) {}
 
-Result<Placed, StageError> FilePlacer::place(const SourceFile& file) {
+Result<Placed, StageError> FilePlacer::place(const SourceFile& file, const std::optional<ContentHash>& cached) {
   std::string_view base;
   int dir_fd = targets_.parent_of(file.path, &base);
   if (dir_fd < 0) return unexpected(write_error(file.path, errno));
@@ -52,7 +51,7 @@ Result<Placed, StageError> FilePlacer::place(const SourceFile& file) {
   }
   // Empty files need no reading: their hash is known.
   static const ContentHash empty = hash_bytes("");
-  std::optional<ContentHash> known = file.stamp.size == 0 ? empty : cache_.find(file.path, file.stamp);
+  std::optional<ContentHash> known = file.stamp.size == 0 ? empty : cached;
   if (known) {
     bool missing = false;
     auto placed = place_known(file, *known, dir_fd, name.c_str(), &missing);
@@ -64,7 +63,7 @@ Result<Placed, StageError> FilePlacer::place(const SourceFile& file) {
 // The content is known: link its object. *missing when the store lacks it.
 Result<Placed, StageError> FilePlacer::place_known(const SourceFile& file, const ContentHash& hash, int dir_fd,
                                                    const char* name, bool* missing) {
-  std::string object = ObjectStore::object_name(hash, file.executable);
+  ObjectName object(hash, file.executable);
   int err = store_.link_out(object, dir_fd, name);
   if (is_unlinkable(err)) {
     err = store_.copy_out(object, dir_fd, name);
@@ -124,7 +123,7 @@ Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_f
   }
   if (::close(target.release()) != 0) return unexpected(write_error(file.path, errno));
   ContentHash hash = hasher_.digest();
-  auto adopted = store_.adopt(dir_fd, name, ObjectStore::object_name(hash, file.executable));
+  auto adopted = store_.adopt(dir_fd, name, ObjectName(hash, file.executable));
   if (!adopted) return unexpected(write_error(file.path, adopted.error()));
   return Placed{hash, bool(source), *adopted == ObjectStore::Adopted::shared, total};
 }

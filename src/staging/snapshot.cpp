@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <optional>
 #include <thread>
 
 #include "staging/file_list.hpp"
@@ -93,6 +94,15 @@ int rename_no_replace(int dir_fd, const std::string& from, const std::string& to
   return ::renameat(dir_fd, from.c_str(), dir_fd, to.c_str()) == 0 ? 0 : errno;
 }
 
+std::string escape_glob(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '[' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 struct Listing {
   GitInfo git;
   SourceListing source;
@@ -103,9 +113,17 @@ Result<Listing, StageError> list_project(const SnapshotRequest& request, int sou
   auto git = read_git_info(request.source_dir, processes);
   if (!git) return unexpected(git.error());
   IgnoreRules rules = load_ignore_rules(source_fd);
+  // A staging root inside the project must not be staged into itself.
+  std::string project = canonical(request.source_dir), root = canonical(request.staging_root);
+  std::optional<std::string> inner_root;
+  if (root.size() > project.size() && root.starts_with(project + "/")) {
+    inner_root = root.substr(project.size() + 1);
+    rules.add_pattern("/" + escape_glob(*inner_root) + "/");
+  }
   auto source = git->is_repo ? list_git_files(request.source_dir, source_fd, rules, processes, cancel)
                              : walk_files(source_fd, rules, cancel);
   if (!source) return unexpected(source.error());
+  if (inner_root) source->notes.push_back("left out " + *inner_root + ": it is the staging root");
   git->dirty = git->dirty || source->untracked > 0;
   return Listing{std::move(*git), std::move(*source)};
 }
@@ -153,7 +171,8 @@ Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& reques
   if (!tree_fd) return unexpected(write_error(temp, errno));
 
   unsigned threads = request.threads != 0 ? request.threads : std::min(2u, std::max(1u, std::thread::hardware_concurrency()));
-  auto filled = fill_tree(TreeInput{files, source_fd.get(), tree_fd.get(), *store, cache, cancel, progress, threads});
+  auto known = cache.known_hashes(files);
+  auto filled = fill_tree(TreeInput{files, source_fd.get(), tree_fd.get(), *store, known, cancel, progress, threads});
   if (!filled) return unexpected(filled.error());
   if (int err = make_read_only(tree_fd.get(), files); err != 0) return unexpected(write_error(temp, err));
   if (cancel.cancelled()) return unexpected(cancelled_error());

@@ -124,5 +124,22 @@ TEST_F(FileListTest, ExecutableBitAndSymlinksAreKeptAndNeverFollowed) {
   EXPECT_THAT(paths_in(s.dir), ElementsAre("lib/a.py", "lib_link", "outside", "run.sh"));
 }
 
+TEST_F(FileListTest, StagingRootInsideTheProjectIsLeftOut) {
+  // given: snapshots kept inside the project directory itself
+  write("main.py", "m\n");
+  SnapshotRequest r = request();
+  r.staging_root = project_ + "/staging[1]";
+  fs::create_directories(r.staging_root);
+  ASSERT_TRUE(stage(r).ok());
+
+  // when: staged again, with the first snapshot now inside the tree
+  auto s = stage(r);
+
+  // then
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_THAT(paths_in(s->dir), ElementsAre("main.py"));
+  EXPECT_THAT(s->notes, ElementsAre(HasSubstr("staging[1]")));
+}
+
 }  // namespace
 }  // namespace tpurun::testing_staging
