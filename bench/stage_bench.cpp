@@ -29,10 +29,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tpurun-stage-bench: %s\n", staged.error().message.c_str());
     return 1;
   }
-  nlohmann::json out = {{"seconds", seconds},         {"dir", staged->dir},
-                        {"files", staged->files},     {"bytes", staged->bytes},
-                        {"bytes_reused", staged->bytes_reused}, {"files_read", staged->files_read},
-                        {"tree_hash", staged->tree_hash}, {"git_dirty", staged->git.dirty}};
+  nlohmann::json out = {{"seconds", seconds},
+                        {"dir", staged->dir},
+                        {"files", staged->files},
+                        {"bytes", staged->bytes},
+                        {"bytes_reused", staged->bytes_reused},
+                        {"files_read", staged->files_read},
+                        {"tree_hash", staged->tree_hash},
+                        {"git_dirty", staged->git.dirty}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

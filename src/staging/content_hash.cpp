@@ -3,7 +3,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-
 namespace tpurun::staging {
 
 std::string ContentHash::hex() const {

@@ -27,7 +27,9 @@ bool is_unlinkable(int err) { return err == EMLINK || err == EXDEV || err == EPE
 }  // namespace
 
 StageError write_error(const std::string& path, int err) {
-  std::string hint = err == ENOSPC || err == EDQUOT ? " (free space on the staging root, e.g. with tpurun gc)" : "";
+  std::string hint = err == ENOSPC || err == EDQUOT
+                         ? " (free space on the staging root, e.g. with tpurun gc)"
+                         : "";
   return StageError{"cannot write " + path + " into the snapshot: " + errno_text(err) + hint};
 }
 
@@ -38,7 +40,8 @@ FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store)
       buffer_(new char[kBufferSize]),
       fix_mode_((current_umask() & 0555) != 0) {}
 
-Result<Placed, StageError> FilePlacer::place(const SourceFile& file, const std::optional<ContentHash>& cached) {
+Result<Placed, StageError> FilePlacer::place(const SourceFile& file,
+                                             const std::optional<ContentHash>& cached) {
   std::string_view base;
   int dir_fd = targets_.parent_of(file.path, &base);
   if (dir_fd < 0) return unexpected(write_error(file.path, errno));
@@ -61,8 +64,8 @@ Result<Placed, StageError> FilePlacer::place(const SourceFile& file, const std::
 }
 
 // The content is known: link its object. *missing when the store lacks it.
-Result<Placed, StageError> FilePlacer::place_known(const SourceFile& file, const ContentHash& hash, int dir_fd,
-                                                   const char* name, bool* missing) {
+Result<Placed, StageError> FilePlacer::place_known(const SourceFile& file, const ContentHash& hash,
+                                                   int dir_fd, const char* name, bool* missing) {
   ObjectName object(hash, file.executable);
   int err = store_.link_out(object, dir_fd, name);
   if (is_unlinkable(err)) {
@@ -93,10 +96,12 @@ int FilePlacer::open_source(const SourceFile& file) {
 
 // One pass over the bytes: read, hash, write into the snapshot; then store.
 // (An empty file is not even opened: there is nothing to read.)
-Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_fd, const char* name) {
+Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_fd,
+                                               const char* name) {
   UniqueFd source(file.stamp.size == 0 ? -1 : open_source(file));
   if (!source && file.stamp.size != 0) return unexpected(read_error(file.path, errno));
-  UniqueFd target(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
+  UniqueFd target(
+      ::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
   if (!target) return unexpected(write_error(file.path, errno));
   hasher_.reset();
   std::uint64_t total = 0;

@@ -30,8 +30,8 @@ class FilePlacer {
   Result<Placed, StageError> place(const SourceFile& file, const std::optional<ContentHash>& known);
 
  private:
-  Result<Placed, StageError> place_known(const SourceFile& file, const ContentHash& hash, int dir_fd,
-                                         const char* name, bool* missing);
+  Result<Placed, StageError> place_known(const SourceFile& file, const ContentHash& hash,
+                                         int dir_fd, const char* name, bool* missing);
   Result<Placed, StageError> copy_in(const SourceFile& file, int dir_fd, const char* name);
   int open_source(const SourceFile& file);
 

@@ -1,12 +1,12 @@
 #include "staging/object_store.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <fmt/format.h>
 
 namespace tpurun::staging {
 namespace {
@@ -82,7 +82,7 @@ int ObjectStore::link_out(const ObjectName& object, int dir_fd, const char* name
 int ObjectStore::copy_out(const ObjectName& object, int dir_fd, const char* name) const {
   UniqueFd from(::openat(fd_.get(), object.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!from) return errno;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(from.get(), &st) != 0) return errno;
   UniqueFd to(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0555));
   if (!to) return errno;
@@ -93,7 +93,8 @@ int ObjectStore::copy_out(const ObjectName& object, int dir_fd, const char* name
 int ObjectStore::link_in(int dir_fd, const char* name, const ObjectName& object) {
   if (::linkat(dir_fd, name, fd_.get(), object.c_str(), 0) == 0) return 0;
   if (errno != ENOENT) return errno;
-  if (::mkdirat(fd_.get(), object.fan_out_dir().c_str(), 0755) != 0 && errno != EEXIST) return errno;
+  if (::mkdirat(fd_.get(), object.fan_out_dir().c_str(), 0755) != 0 && errno != EEXIST)
+    return errno;
   return ::linkat(dir_fd, name, fd_.get(), object.c_str(), 0) == 0 ? 0 : errno;
 }
 
@@ -106,7 +107,8 @@ int ObjectStore::replace_object(int dir_fd, const char* name, const ObjectName& 
   return err;
 }
 
-Result<ObjectStore::Adopted, int> ObjectStore::adopt(int dir_fd, const char* name, const ObjectName& object) {
+Result<ObjectStore::Adopted, int> ObjectStore::adopt(int dir_fd, const char* name,
+                                                     const ObjectName& object) {
   // A concurrent gc may remove the object between our EEXIST and our link to
   // it; then the next round stores our copy instead. Three rounds is plenty.
   for (int round = 0; round < 3; ++round) {

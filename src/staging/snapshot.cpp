@@ -1,6 +1,7 @@
 // create_snapshot: list, check the size, fill a hidden temp dir from the
 // object store, make it read-only, and rename it into place.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +9,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <optional>
 #include <thread>
 
@@ -56,19 +56,20 @@ std::optional<StageError> check_user(const std::string& user) {
 Result<UniqueFd, StageError> open_user_dir(const SnapshotRequest& request) {
   UniqueFd root(::open(request.staging_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) {
-    return unexpected(StageError{"cannot open the staging root " + request.staging_root + ": " + errno_text(errno) +
-                                 " (is the shared file system mounted?)"});
+    return unexpected(StageError{"cannot open the staging root " + request.staging_root + ": " +
+                                 errno_text(errno) + " (is the shared file system mounted?)"});
   }
   if (::mkdirat(root.get(), request.user.c_str(), 0755) == 0) {
     ::fchmodat(root.get(), request.user.c_str(), 0755, 0);  // whatever the umask
   } else if (errno != EEXIST) {
-    return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user + ": " +
-                                 errno_text(errno)});
+    return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user +
+                                 ": " + errno_text(errno)});
   }
   UniqueFd user(open_dir_at(root.get(), request.user.c_str()));
   if (!user) {
-    return unexpected(StageError{"cannot open " + request.staging_root + "/" + request.user + ": " +
-                                 errno_text(errno) + (errno == ELOOP ? " (it must be a directory, not a symlink)" : "")});
+    return unexpected(StageError{
+        "cannot open " + request.staging_root + "/" + request.user + ": " + errno_text(errno) +
+        (errno == ELOOP ? " (it must be a directory, not a symlink)" : "")});
   }
   return user;
 }
@@ -89,7 +90,7 @@ std::string canonical(const std::string& path) {
 int rename_no_replace(int dir_fd, const std::string& from, const std::string& to) {
   if (::renameat2(dir_fd, from.c_str(), dir_fd, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
   if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return errno;
-  struct stat st{};
+  struct stat st {};
   if (::fstatat(dir_fd, to.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return EEXIST;
   return ::renameat(dir_fd, from.c_str(), dir_fd, to.c_str()) == 0 ? 0 : errno;
 }
@@ -108,8 +109,8 @@ struct Listing {
   SourceListing source;
 };
 
-Result<Listing, StageError> list_project(const SnapshotRequest& request, int source_fd, ProcessRunner& processes,
-                                         const CancelToken& cancel) {
+Result<Listing, StageError> list_project(const SnapshotRequest& request, int source_fd,
+                                         ProcessRunner& processes, const CancelToken& cancel) {
   auto git = read_git_info(request.source_dir, processes);
   if (!git) return unexpected(git.error());
   IgnoreRules rules = load_ignore_rules(source_fd);
@@ -120,8 +121,9 @@ Result<Listing, StageError> list_project(const SnapshotRequest& request, int sou
     inner_root = root.substr(project.size() + 1);
     rules.add_pattern("/" + escape_glob(*inner_root) + "/");
   }
-  auto source = git->is_repo ? list_git_files(request.source_dir, source_fd, rules, processes, cancel)
-                             : walk_files(source_fd, rules, cancel);
+  auto source = git->is_repo
+                    ? list_git_files(request.source_dir, source_fd, rules, processes, cancel)
+                    : walk_files(source_fd, rules, cancel);
   if (!source) return unexpected(source.error());
   if (inner_root) source->notes.push_back("left out " + *inner_root + ": it is the staging root");
   git->dirty = git->dirty || source->untracked > 0;
@@ -130,14 +132,15 @@ Result<Listing, StageError> list_project(const SnapshotRequest& request, int sou
 
 }  // namespace
 
-Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& request, ProcessRunner& processes,
-                                                   const CancelToken& cancel,
-                                                   const std::function<void(const SnapshotProgress&)>& progress) {
+Result<StagedSnapshot, StageError> create_snapshot(
+    const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
+    const std::function<void(const SnapshotProgress&)>& progress) {
   if (auto bad = check_user(request.user)) return unexpected(*bad);
   std::int64_t started_ns = realtime_ns();
   UniqueFd source_fd(::open(request.source_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!source_fd) {
-    return unexpected(StageError{"cannot open the project directory " + request.source_dir + ": " + errno_text(errno)});
+    return unexpected(StageError{"cannot open the project directory " + request.source_dir + ": " +
+                                 errno_text(errno)});
   }
   auto listing = list_project(request, source_fd.get(), processes, cancel);
   if (!listing) return unexpected(listing.error());
@@ -152,7 +155,9 @@ Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& reques
   StatCache cache = StatCache::load(request.stat_cache_dir, canonical(request.source_dir));
   cache.set_racy_after(started_ns - kRacyWindowNs);
 
-  auto now = request.now == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now() : request.now;
+  auto now = request.now == std::chrono::system_clock::time_point{}
+                 ? std::chrono::system_clock::now()
+                 : request.now;
   auto suffix = [&] { return request.random_suffix ? request.random_suffix() : random_suffix(); };
   const std::string sha = short_sha(listing->git);
   std::string name = snapshot_name(now, suffix(), sha);
@@ -161,8 +166,8 @@ Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& reques
     temp = fmt::format(".tmp-{}-{}", name, ::getpid());
     if (::mkdirat(user_fd->get(), temp.c_str(), 0755) == 0) break;
     if (errno != EEXIST || attempt == kNameAttempts) {
-      return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user + "/" + temp + ": " +
-                                   errno_text(errno)});
+      return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user +
+                                   "/" + temp + ": " + errno_text(errno)});
     }
     name = snapshot_name(now, suffix(), sha);  // another thread of ours builds this name
   }
@@ -170,18 +175,23 @@ Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& reques
   UniqueFd tree_fd(open_dir_at(user_fd->get(), temp.c_str()));
   if (!tree_fd) return unexpected(write_error(temp, errno));
 
-  unsigned threads = request.threads != 0 ? request.threads : std::min(2u, std::max(1u, std::thread::hardware_concurrency()));
+  unsigned threads = request.threads != 0
+                         ? request.threads
+                         : std::min(2u, std::max(1u, std::thread::hardware_concurrency()));
   auto known = cache.known_hashes(files);
-  auto filled = fill_tree(TreeInput{files, source_fd.get(), tree_fd.get(), *store, known, cancel, progress, threads});
+  auto filled = fill_tree(
+      TreeInput{files, source_fd.get(), tree_fd.get(), *store, known, cancel, progress, threads});
   if (!filled) return unexpected(filled.error());
-  if (int err = make_read_only(tree_fd.get(), files); err != 0) return unexpected(write_error(temp, err));
+  if (int err = make_read_only(tree_fd.get(), files); err != 0)
+    return unexpected(write_error(temp, err));
   if (cancel.cancelled()) return unexpected(cancelled_error());
 
   for (int attempt = 0;; ++attempt) {
     int err = rename_no_replace(user_fd->get(), temp, name);
     if (err == 0) break;
     if ((err != EEXIST && err != ENOTEMPTY) || attempt == kNameAttempts) {
-      return unexpected(StageError{"cannot rename the snapshot into place as " + name + ": " + errno_text(err)});
+      return unexpected(
+          StageError{"cannot rename the snapshot into place as " + name + ": " + errno_text(err)});
     }
     name = snapshot_name(now, suffix(), sha);
   }

@@ -79,8 +79,8 @@ class TreeFill {
 
   void report() {
     if (!in_.progress) return;
-    in_.progress(SnapshotProgress{files_done_.load(), in_.files.size(), bytes_done_.load(), bytes_total_,
-                                  bytes_reused_.load()});
+    in_.progress(SnapshotProgress{files_done_.load(), in_.files.size(), bytes_done_.load(),
+                                  bytes_total_, bytes_reused_.load()});
   }
 
   const TreeInput& in_;
@@ -116,7 +116,8 @@ int make_read_only(int tree_fd, const std::vector<SourceFile>& files) {
   return ::fchmod(tree_fd, 0555) == 0 ? 0 : errno;
 }
 
-ContentHash tree_hash(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes) {
+ContentHash tree_hash(const std::vector<SourceFile>& files,
+                      const std::vector<ContentHash>& hashes) {
   Hasher hasher;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const SourceFile& file = files[i];

@@ -1,13 +1,13 @@
 #include "staging/stat_cache.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <random>
 
 #define XXH_INLINE_ALL
@@ -55,7 +55,7 @@ struct Reader {
 bool read_file(const std::string& path, std::string& out) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return false;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return false;
   out.resize(static_cast<size_t>(st.st_size));
   size_t done = 0;
@@ -74,7 +74,8 @@ StatCache StatCache::load(const std::string& cache_dir, const std::string& sourc
   if (cache_dir.empty()) return cache;
   cache.dir_ = cache_dir;
   cache.source_ = source_dir;
-  cache.file_ = fmt::format("{}/{:016x}.statcache", cache_dir, XXH3_64bits(source_dir.data(), source_dir.size()));
+  cache.file_ = fmt::format("{}/{:016x}.statcache", cache_dir,
+                            XXH3_64bits(source_dir.data(), source_dir.size()));
   if (read_file(cache.file_, cache.data_) && !cache.parse()) cache.loaded_.clear();
   return cache;
 }
@@ -106,17 +107,20 @@ bool StatCache::parse() {
   if (in.bad || !in.data.empty()) return false;
   // Saved in path order; a file that is not is still usable once sorted.
   auto by_path = [](const auto& a, const auto& b) { return a.first < b.first; };
-  if (!std::is_sorted(loaded_.begin(), loaded_.end(), by_path)) std::sort(loaded_.begin(), loaded_.end(), by_path);
+  if (!std::is_sorted(loaded_.begin(), loaded_.end(), by_path))
+    std::sort(loaded_.begin(), loaded_.end(), by_path);
   return true;
 }
 
-std::vector<std::optional<ContentHash>> StatCache::known_hashes(const std::vector<SourceFile>& files) const {
+std::vector<std::optional<ContentHash>> StatCache::known_hashes(
+    const std::vector<SourceFile>& files) const {
   std::vector<std::optional<ContentHash>> known(files.size());
   auto cached = loaded_.begin();
   for (std::size_t i = 0; i < files.size() && cached != loaded_.end(); ++i) {
     std::string_view path = files[i].path;
     while (cached != loaded_.end() && cached->first < path) ++cached;
-    if (cached != loaded_.end() && cached->first == path && cached->second.stamp == files[i].stamp) {
+    if (cached != loaded_.end() && cached->first == path &&
+        cached->second.stamp == files[i].stamp) {
       known[i] = cached->second.hash;
     }
   }

@@ -46,7 +46,7 @@ class StatCache {
   std::string file_;
   std::string source_;
   std::int64_t racy_after_ns_ = INT64_MAX;
-  std::string data_;                                       // the file as read
+  std::string data_;                                        // the file as read
   std::vector<std::pair<std::string_view, Entry>> loaded_;  // paths point into data_
   std::vector<std::pair<std::string, Entry>> next_;
 };

@@ -80,14 +80,14 @@ TEST_F(GcTest, NeverTouchesOtherUsersOrFollowsSymlinks) {
   // in alice's dir pointing into it
   write("a.py", "a\n");
   stage_aged(std::chrono::hours(1));
-  std::string other_name = staging::snapshot_name(std::chrono::system_clock::now() - std::chrono::hours(24 * 60),
-                                                  "zzzzzz", "nogit");
+  std::string other_name = staging::snapshot_name(
+      std::chrono::system_clock::now() - std::chrono::hours(24 * 60), "zzzzzz", "nogit");
   std::string other = staging_ + "/bob/" + other_name;
   fs::create_directories(other);
   std::ofstream(other + "/train.py") << "bob's\n";
   backdate(other, std::chrono::hours(24 * 60));
-  std::string trap = staging::snapshot_name(std::chrono::system_clock::now() - std::chrono::hours(24 * 60),
-                                            "trap00", "nogit");
+  std::string trap = staging::snapshot_name(
+      std::chrono::system_clock::now() - std::chrono::hours(24 * 60), "trap00", "nogit");
   fs::create_directory_symlink(other, staging_ + "/alice/" + trap);
   ::utimensat(AT_FDCWD, (staging_ + "/alice/" + trap).c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
 

@@ -219,7 +219,8 @@ TEST_F(SnapshotTest, CancelLeavesNothingBehind) {
 TEST_F(SnapshotTest, ConcurrentSnapshotsBothSucceedWithDistinctNames) {
   // given: two threads staging the same project at the same second, whose
   // first random suffix is the same (so their temp dirs collide too)
-  for (int i = 0; i < 200; ++i) write("d" + std::to_string(i % 7) + "/f" + std::to_string(i), std::to_string(i % 13));
+  for (int i = 0; i < 200; ++i)
+    write("d" + std::to_string(i % 7) + "/f" + std::to_string(i), std::to_string(i % 13));
   SnapshotRequest r = request();
   r.random_suffix = [] {
     thread_local int calls = 0;
@@ -247,7 +248,8 @@ TEST_F(SnapshotTest, ProgressReportsTheEndWithAllFilesAndBytes) {
   write("b.py", "678");
   std::vector<SnapshotProgress> seen;
 
-  auto s = create_snapshot(request(), processes_, CancelToken(), [&](const SnapshotProgress& p) { seen.push_back(p); });
+  auto s = create_snapshot(request(), processes_, CancelToken(),
+                           [&](const SnapshotProgress& p) { seen.push_back(p); });
 
   ASSERT_TRUE(s.ok());
   ASSERT_FALSE(seen.empty());

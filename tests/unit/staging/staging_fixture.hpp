@@ -2,6 +2,7 @@
 // A scratch project, staging root and stat cache dir per test, with helpers
 // to write files, run git and look at what a snapshot holds.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +10,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,8 +59,15 @@ class StagingTest : public ::testing::Test {
   }
 
   void git(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"git", "-C", project_, "-c", "user.name=t", "-c",
-                                     "user.email=t@example.com", "-c", "init.defaultBranch=main"};
+    std::vector<std::string> argv = {"git",
+                                     "-C",
+                                     project_,
+                                     "-c",
+                                     "user.name=t",
+                                     "-c",
+                                     "user.email=t@example.com",
+                                     "-c",
+                                     "init.defaultBranch=main"};
     argv.insert(argv.end(), args.begin(), args.end());
     ProcessResult r = processes_.run(argv);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -94,8 +101,10 @@ class StagingTest : public ::testing::Test {
   // Every file and symlink of a snapshot, relative to it.
   static std::vector<std::string> paths_in(const std::string& dir) {
     std::vector<std::string> paths;
-    for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-      if (!it->is_directory() || it->is_symlink()) paths.push_back(it->path().lexically_relative(dir).string());
+    for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+         ++it) {
+      if (!it->is_directory() || it->is_symlink())
+        paths.push_back(it->path().lexically_relative(dir).string());
     }
     std::sort(paths.begin(), paths.end());
     return paths;
@@ -107,7 +116,7 @@ class StagingTest : public ::testing::Test {
   }
 
   static struct stat lstat_of(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
     return st;
   }

@@ -1,9 +1,8 @@
 // A file that cannot be read stops staging with its name, and leaves nothing.
+#include <gmock/gmock.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-
-#include <gmock/gmock.h>
 
 #include "staging_fixture.hpp"
 
@@ -19,7 +18,8 @@ bool drop_dac_override() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2]{};
   if (::syscall(SYS_capget, &header, data) != 0) return false;
-  for (int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH}) data[cap / 32].effective &= ~(1u << (cap % 32));
+  for (int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH})
+    data[cap / 32].effective &= ~(1u << (cap % 32));
   return ::syscall(SYS_capset, &header, data) == 0;
 }
 
@@ -44,7 +44,8 @@ std::string stage_in_child(const SnapshotRequest& request) {
   std::string message;
   char buffer[4096];
   ssize_t n;
-  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) message.append(buffer, static_cast<size_t>(n));
+  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+    message.append(buffer, static_cast<size_t>(n));
   ::close(pipe_fds[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -56,7 +57,8 @@ using UnreadableTest = StagingTest;
 TEST_F(UnreadableTest, UnreadableFileIsNamedAndNoSnapshotOrTempDirRemains) {
   // given: many readable files, and one unreadable one sorted last, so that
   // staging fails midway with most of the tree already built
-  for (int i = 0; i < 100; ++i) write("a" + std::to_string(i % 10) + "/f" + std::to_string(i) + ".py", std::to_string(i));
+  for (int i = 0; i < 100; ++i)
+    write("a" + std::to_string(i % 10) + "/f" + std::to_string(i) + ".py", std::to_string(i));
   write("zz/secret.key", "s3cret", 0000);
 
   // when
