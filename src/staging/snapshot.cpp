@@ -130,9 +130,7 @@ Result<Listing, StageError> list_project(const SnapshotRequest& request, int sou
   return Listing{std::move(*git), std::move(*source)};
 }
 
-}  // namespace
-
-Result<StagedSnapshot, StageError> create_snapshot(
+Result<StagedSnapshot, StageError> stage(
     const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
     const std::function<void(const SnapshotProgress&)>& progress) {
   if (auto bad = check_user(request.user)) return unexpected(*bad);
@@ -212,6 +210,18 @@ Result<StagedSnapshot, StageError> create_snapshot(
   }
   if (std::string error = cache.save(); !error.empty()) staged.notes.push_back(error);
   return staged;
+}
+
+}  // namespace
+
+Result<StagedSnapshot, StageError> create_snapshot(
+    const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
+    const std::function<void(const SnapshotProgress&)>& progress) {
+  try {
+    return stage(request, processes, cancel, progress);
+  } catch (const std::exception& e) {  // the temp dir is gone already (TempDirGuard)
+    return unexpected(StageError{std::string("staging failed: ") + e.what()});
+  }
 }
 
 }  // namespace tpurun
