@@ -126,6 +126,12 @@ Result<Listing, StageError> list_project(const SnapshotRequest& request, int sou
                     : walk_files(source_fd, rules, cancel);
   if (!source) return unexpected(source.error());
   if (inner_root) source->notes.push_back("left out " + *inner_root + ": it is the staging root");
+  if (source->files.empty()) {
+    return unexpected(StageError{
+        "nothing to stage in " + request.source_dir +
+        (git->is_repo ? " (git lists no files there: is it ignored by an enclosing repository?)"
+                      : " (the directory is empty, or everything in it is ignored)")});
+  }
   git->dirty = git->dirty || source->untracked > 0;
   return Listing{std::move(*git), std::move(*source)};
 }

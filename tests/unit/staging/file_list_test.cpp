@@ -141,5 +141,20 @@ TEST_F(FileListTest, StagingRootInsideTheProjectIsLeftOut) {
   EXPECT_THAT(s->notes, ElementsAre(HasSubstr("staging[1]")));
 }
 
+TEST_F(FileListTest, ProjectIgnoredByAnEnclosingRepositoryIsAnErrorNotAnEmptySnapshot) {
+  // given: a repository around the project that ignores everything
+  write("main.py", "m\n");
+  ASSERT_EQ(processes_.run({"git", "-C", scratch_, "init", "-q"}).exit_code, 0);
+  std::ofstream(scratch_ + "/.gitignore") << "*\n";
+
+  // when
+  auto s = stage(request());
+
+  // then
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message, HasSubstr("git lists no files"));
+  EXPECT_THAT(user_dir_entries(), ElementsAre());
+}
+
 }  // namespace
 }  // namespace tpurun::testing_staging
