@@ -1,7 +1,11 @@
 #include "staging/content_hash.hpp"
 
-#define XXH_INLINE_ALL
 #include <xxhash.h>
+#if defined(__x86_64__) || defined(__i386__)
+// libxxhash picks SSE2, AVX2 or AVX-512 at run time; an inlined copy would be
+// stuck with the SSE2 of a generic -O2 build (hashing is ~5% of a fresh stage).
+#include <xxh_x86dispatch.h>
+#endif
 
 namespace tpurun::staging {
 

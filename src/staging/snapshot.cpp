@@ -10,7 +10,6 @@
 #include <climits>
 #include <cstdlib>
 #include <optional>
-#include <thread>
 
 #include "staging/file_list.hpp"
 #include "staging/file_placer.hpp"
@@ -179,9 +178,8 @@ Result<StagedSnapshot, StageError> stage(
   UniqueFd tree_fd(open_dir_at(user_fd->get(), temp.c_str()));
   if (!tree_fd) return unexpected(write_error(temp, errno));
 
-  unsigned threads = request.threads != 0
-                         ? request.threads
-                         : std::min(2u, std::max(1u, std::thread::hardware_concurrency()));
+  constexpr unsigned kDefaultThreads = 8;  // see SnapshotRequest::threads
+  unsigned threads = request.threads != 0 ? request.threads : kDefaultThreads;
   auto known = cache.known_hashes(files);
   auto filled = fill_tree(
       TreeInput{files, source_fd.get(), tree_fd.get(), *store, known, cancel, progress, threads});
