@@ -17,7 +17,8 @@ bool is_within(std::string_view dir, std::string_view ancestor) {
 
 int DirCursor::parent_of(std::string_view path, std::string_view* name) {
   size_t slash = path.rfind('/');
-  std::string_view dir = slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
+  std::string_view dir =
+      slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
   *name = slash == std::string_view::npos ? path : path.substr(slash + 1);
   while (!stack_.empty() && stack_.back().path != dir && !is_within(dir, stack_.back().path)) {
     stack_.pop_back();

@@ -21,7 +21,6 @@ class DirCursor {
   // errno on failure (ENOENT, ENOTDIR, ELOOP when a parent is not a real dir).
   int parent_of(std::string_view path, std::string_view* name);
 
-
  private:
   struct Level {
     std::string path;

@@ -57,12 +57,14 @@ std::vector<GitEntry> parse_ls_files(const std::string& out) {
     if (end == std::string::npos) end = out.size();
     if (end - pos > 2 && out[pos + 1] == ' ') {
       GitEntry entry{out.substr(pos + 2, end - pos - 2), out[pos] == '?'};
-      while (entry.path.size() > 1 && entry.path.back() == '/') entry.path.pop_back();  // nested repo
+      while (entry.path.size() > 1 && entry.path.back() == '/')
+        entry.path.pop_back();  // nested repo
       entries.push_back(std::move(entry));
     }
     pos = end + 1;
   }
-  std::sort(entries.begin(), entries.end(), [](const GitEntry& a, const GitEntry& b) { return a.path < b.path; });
+  std::sort(entries.begin(), entries.end(),
+            [](const GitEntry& a, const GitEntry& b) { return a.path < b.path; });
   entries.erase(std::unique(entries.begin(), entries.end(),
                             [](const GitEntry& a, const GitEntry& b) { return a.path == b.path; }),
                 entries.end());
@@ -78,14 +80,15 @@ IgnoreRules load_ignore_rules(int root_fd) {
   std::string text;
   char buffer[8192];
   ssize_t n;
-  while ((n = ::read(fd.get(), buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
+  while ((n = ::read(fd.get(), buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<size_t>(n));
   rules.add_text(text);
   return rules;
 }
 
 EntryKind describe_entry(int dir_fd, std::string_view name, SourceFile& file, int& error) {
   std::string name_z(name);
-  struct stat st{};
+  struct stat st {};
   if (::fstatat(dir_fd, name_z.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return EntryKind::missing;
     error = errno;
@@ -115,9 +118,11 @@ StageError cancelled_error() { return StageError{"staging cancelled; nothing was
 Result<SourceListing, StageError> list_git_files(const std::string& source_dir, int root_fd,
                                                  const IgnoreRules& rules, ProcessRunner& processes,
                                                  const CancelToken& cancel) {
-  ProcessResult ls = processes.run({"git", "-C", source_dir, "ls-files", "-co", "--exclude-standard", "-z", "-t"});
+  ProcessResult ls =
+      processes.run({"git", "-C", source_dir, "ls-files", "-co", "--exclude-standard", "-z", "-t"});
   if (ls.exit_code != 0) {
-    return unexpected(StageError{"git ls-files failed in " + source_dir + ": " + ls.err.substr(0, ls.err.find('\n'))});
+    return unexpected(StageError{"git ls-files failed in " + source_dir + ": " +
+                                 ls.err.substr(0, ls.err.find('\n'))});
   }
   SourceListing listing;
   ListFilter filter(rules);
@@ -128,8 +133,10 @@ Result<SourceListing, StageError> list_git_files(const std::string& source_dir, 
     std::string_view name;
     int dir_fd = dirs.parent_of(entry.path, &name);
     if (dir_fd < 0) {
-      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue;  // deleted in the work tree
-      return unexpected(StageError{"cannot open the directory of " + entry.path + ": " + errno_text(errno)});
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
+        continue;  // deleted in the work tree
+      return unexpected(
+          StageError{"cannot open the directory of " + entry.path + ": " + errno_text(errno)});
     }
     SourceFile file;
     int error = 0;
@@ -140,13 +147,15 @@ Result<SourceListing, StageError> list_git_files(const std::string& source_dir, 
         listing.files.push_back(std::move(file));
         break;
       case EntryKind::directory:
-        listing.notes.push_back("skipped " + entry.path + ": a submodule or nested repository (stage it separately)");
+        listing.notes.push_back("skipped " + entry.path +
+                                ": a submodule or nested repository (stage it separately)");
         break;
       case EntryKind::special:
         listing.notes.push_back("skipped " + entry.path + ": not a regular file or symlink");
         break;
       case EntryKind::missing:
-        if (error != 0) return unexpected(StageError{"cannot stat " + entry.path + ": " + errno_text(error)});
+        if (error != 0)
+          return unexpected(StageError{"cannot stat " + entry.path + ": " + errno_text(error)});
         break;  // listed by git but deleted in the work tree
     }
   }

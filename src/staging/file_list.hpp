@@ -28,7 +28,8 @@ Result<SourceListing, StageError> list_git_files(const std::string& source_dir, 
                                                  const CancelToken& cancel);
 
 // Outside git: everything but walk_defaults() and the rules.
-Result<SourceListing, StageError> walk_files(int root_fd, const IgnoreRules& rules, const CancelToken& cancel);
+Result<SourceListing, StageError> walk_files(int root_fd, const IgnoreRules& rules,
+                                             const CancelToken& cancel);
 
 enum class EntryKind { staged, directory, special, missing };
 // lstat's one directory entry into `file` (and reads a symlink's target).

@@ -27,19 +27,21 @@ bool is_unlinkable(int err) { return err == EMLINK || err == EXDEV || err == EPE
 }  // namespace
 
 StageError write_error(const std::string& path, int err) {
-  std::string hint = err == ENOSPC || err == EDQUOT ? " (free space on the staging root, e.g. with tpurun gc)" : "";
+  std::string hint = err == ENOSPC || err == EDQUOT
+                         ? " (free space on the staging root, e.g. with tpurun gc)"
+                         : "";
   return StageError{"cannot write " + path + " into the snapshot: " + errno_text(err) + hint};
 }
 
-FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store, const StatCache& cache)
+FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store)
     : sources_(source_fd, false),
       targets_(tree_fd, true),
       store_(store),
-      cache_(cache),
       buffer_(new char[kBufferSize]),
       fix_mode_((current_umask() & 0555) != 0) {}
 
-Result<Placed, StageError> FilePlacer::place(const SourceFile& file) {
+Result<Placed, StageError> FilePlacer::place(const SourceFile& file,
+                                             const std::optional<ContentHash>& cached) {
   std::string_view base;
   int dir_fd = targets_.parent_of(file.path, &base);
   if (dir_fd < 0) return unexpected(write_error(file.path, errno));
@@ -52,7 +54,7 @@ Result<Placed, StageError> FilePlacer::place(const SourceFile& file) {
   }
   // Empty files need no reading: their hash is known.
   static const ContentHash empty = hash_bytes("");
-  std::optional<ContentHash> known = file.stamp.size == 0 ? empty : cache_.find(file.path, file.stamp);
+  std::optional<ContentHash> known = file.stamp.size == 0 ? empty : cached;
   if (known) {
     bool missing = false;
     auto placed = place_known(file, *known, dir_fd, name.c_str(), &missing);
@@ -62,9 +64,9 @@ Result<Placed, StageError> FilePlacer::place(const SourceFile& file) {
 }
 
 // The content is known: link its object. *missing when the store lacks it.
-Result<Placed, StageError> FilePlacer::place_known(const SourceFile& file, const ContentHash& hash, int dir_fd,
-                                                   const char* name, bool* missing) {
-  std::string object = ObjectStore::object_name(hash, file.executable);
+Result<Placed, StageError> FilePlacer::place_known(const SourceFile& file, const ContentHash& hash,
+                                                   int dir_fd, const char* name, bool* missing) {
+  ObjectName object(hash, file.executable);
   int err = store_.link_out(object, dir_fd, name);
   if (is_unlinkable(err)) {
     err = store_.copy_out(object, dir_fd, name);
@@ -93,14 +95,17 @@ int FilePlacer::open_source(const SourceFile& file) {
 }
 
 // One pass over the bytes: read, hash, write into the snapshot; then store.
-Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_fd, const char* name) {
-  UniqueFd source(open_source(file));
-  if (!source) return unexpected(read_error(file.path, errno));
-  UniqueFd target(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
+// (An empty file is not even opened: there is nothing to read.)
+Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_fd,
+                                               const char* name) {
+  UniqueFd source(file.stamp.size == 0 ? -1 : open_source(file));
+  if (!source && file.stamp.size != 0) return unexpected(read_error(file.path, errno));
+  UniqueFd target(
+      ::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
   if (!target) return unexpected(write_error(file.path, errno));
   hasher_.reset();
   std::uint64_t total = 0;
-  for (;;) {
+  while (source) {
     ssize_t n = ::read(source.get(), buffer_.get(), kBufferSize);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -123,9 +128,9 @@ Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_f
   }
   if (::close(target.release()) != 0) return unexpected(write_error(file.path, errno));
   ContentHash hash = hasher_.digest();
-  auto adopted = store_.adopt(dir_fd, name, ObjectStore::object_name(hash, file.executable));
+  auto adopted = store_.adopt(dir_fd, name, ObjectName(hash, file.executable));
   if (!adopted) return unexpected(write_error(file.path, adopted.error()));
-  return Placed{hash, true, *adopted == ObjectStore::Adopted::shared, total};
+  return Placed{hash, bool(source), *adopted == ObjectStore::Adopted::shared, total};
 }
 
 }  // namespace tpurun::staging

@@ -5,12 +5,12 @@
 // the object (or is swapped for a link to the object someone stored before).
 // One placer per thread; files must come in sorted order.
 #include <memory>
+#include <optional>
 
 #include "staging/content_hash.hpp"
 #include "staging/dir_cursor.hpp"
 #include "staging/object_store.hpp"
 #include "staging/source_file.hpp"
-#include "staging/stat_cache.hpp"
 #include "tpurun/result.hpp"
 #include "tpurun/staging.hpp"
 
@@ -25,19 +25,19 @@ struct Placed {
 
 class FilePlacer {
  public:
-  FilePlacer(int source_fd, int tree_fd, ObjectStore& store, const StatCache& cache);
-  Result<Placed, StageError> place(const SourceFile& file);
+  FilePlacer(int source_fd, int tree_fd, ObjectStore& store);
+  // `known`: the content hash, when the stat cache has it.
+  Result<Placed, StageError> place(const SourceFile& file, const std::optional<ContentHash>& known);
 
  private:
-  Result<Placed, StageError> place_known(const SourceFile& file, const ContentHash& hash, int dir_fd,
-                                         const char* name, bool* missing);
+  Result<Placed, StageError> place_known(const SourceFile& file, const ContentHash& hash,
+                                         int dir_fd, const char* name, bool* missing);
   Result<Placed, StageError> copy_in(const SourceFile& file, int dir_fd, const char* name);
   int open_source(const SourceFile& file);
 
   DirCursor sources_;
   DirCursor targets_;
   ObjectStore& store_;
-  const StatCache& cache_;
   std::unique_ptr<char[]> buffer_;
   Hasher hasher_;
   bool fix_mode_;  // the umask would strip bits from the 0444/0555 we ask for

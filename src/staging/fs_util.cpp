@@ -2,12 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fmt/format.h>
 
 namespace tpurun::staging {
 
@@ -42,7 +42,8 @@ mode_t current_umask() {
   ssize_t n = fd ? ::read(fd.get(), buffer, sizeof buffer - 1) : -1;
   if (n > 0) {
     buffer[n] = '\0';
-    if (const char* line = std::strstr(buffer, "\nUmask:")) return static_cast<mode_t>(std::strtoul(line + 8, nullptr, 8));
+    if (const char* line = std::strstr(buffer, "\nUmask:"))
+      return static_cast<mode_t>(std::strtoul(line + 8, nullptr, 8));
   }
   return 022;
 }
@@ -81,7 +82,7 @@ struct Removal {
   }
 
   void remove_entry(int parent_fd, const char* name, const std::string& path, unsigned char type) {
-    struct stat st{};
+    struct stat st {};
     bool need_stat = type == DT_UNKNOWN || type == DT_DIR || bytes_freed != nullptr;
     if (need_stat) {
       if (::fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -92,13 +93,15 @@ struct Removal {
     }
     if (type != DT_DIR) {
       if (::unlinkat(parent_fd, name, 0) == 0) {
-        if (bytes_freed != nullptr && S_ISREG(st.st_mode) && st.st_nlink == 1) *bytes_freed += st.st_size;
+        if (bytes_freed != nullptr && S_ISREG(st.st_mode) && st.st_nlink == 1)
+          *bytes_freed += st.st_size;
       } else if (errno != ENOENT) {
         fail(errno, path);
       }
       return;
     }
-    if ((st.st_mode & S_IRWXU) != S_IRWXU) ::fchmodat(parent_fd, name, (st.st_mode & 07777) | S_IRWXU, 0);
+    if ((st.st_mode & S_IRWXU) != S_IRWXU)
+      ::fchmodat(parent_fd, name, (st.st_mode & 07777) | S_IRWXU, 0);
     UniqueFd fd(open_dir_at(parent_fd, name));
     if (!fd) return fail(errno, path);
     empty_dir(fd.get(), path);

@@ -27,7 +27,8 @@ std::vector<std::string> list_names(int dir_fd) {
   DIR* dir = ::fdopendir(::dup(dir_fd));
   if (dir == nullptr) return names;
   while (dirent* entry = ::readdir(dir)) {
-    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) names.emplace_back(entry->d_name);
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
+      names.emplace_back(entry->d_name);
   }
   ::closedir(dir);
   std::sort(names.begin(), names.end());
@@ -35,7 +36,8 @@ std::vector<std::string> list_names(int dir_fd) {
 }
 
 Clock::time_point mtime_of(const struct stat& st) {
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(mtime_ns(st))));
+  return Clock::time_point(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(mtime_ns(st))));
 }
 
 // For a dry run: how many links to each inode the doomed snapshots hold, so
@@ -50,7 +52,7 @@ struct DoomedLinks {
 
   void count(int dir_fd) {
     for (const std::string& name : list_names(dir_fd)) {
-      struct stat st{};
+      struct stat st {};
       if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       if (S_ISDIR(st.st_mode)) {
         UniqueFd sub(open_dir_at(dir_fd, name.c_str()));
@@ -83,8 +85,9 @@ class Collector {
 
   void snapshots_and_temps() {
     for (const std::string& name : list_names(user_fd_)) {
-      struct stat st{};
-      if (::fstatat(user_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+      struct stat st {};
+      if (::fstatat(user_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+        continue;
       if (is_snapshot_name(name)) {
         // The newer of the two times, so that a touched snapshot stays.
         auto when = std::max(mtime_of(st), snapshot_name_time(name).value_or(Clock::time_point{}));
@@ -107,8 +110,10 @@ class Collector {
     UniqueFd tmp(open_dir_at(objects_fd, "tmp"));
     if (!tmp) return;
     for (const std::string& name : list_names(tmp.get())) {
-      struct stat st{};
-      if (::fstatat(tmp.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || mtime_of(st) >= now_ - kStaleTemp) continue;
+      struct stat st {};
+      if (::fstatat(tmp.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+          mtime_of(st) >= now_ - kStaleTemp)
+        continue;
       report_.temps_removed.push_back(".objects/tmp/" + name);
       remove(tmp.get(), name, ".objects/tmp/" + name);
     }
@@ -123,12 +128,15 @@ class Collector {
       UniqueFd dir(open_dir_at(objects_fd, fan.c_str()));
       if (!dir) continue;
       for (const std::string& name : list_names(dir.get())) {
-        struct stat st{};
-        if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        struct stat st {};
+        if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode))
+          continue;
         std::size_t other_links = request_.dry_run ? doomed_.links_to(st.st_ino) : 0;
         if (st.st_nlink - other_links != 1) continue;
         if (!request_.dry_run && ::unlinkat(dir.get(), name.c_str(), 0) != 0) {
-          if (errno != ENOENT) report_.errors.push_back(".objects/" + fan + "/" + name + ": " + errno_text(errno));
+          if (errno != ENOENT)
+            report_.errors.push_back(".objects/" + fan + "/" + name + ": " + errno_text(errno));
           continue;
         }
         ++report_.objects_removed;
@@ -142,7 +150,8 @@ class Collector {
     if (request_.dry_run) return;
     std::string failed;
     if (int err = remove_tree_at(dir_fd, name, &failed, &report_.bytes_freed); err != 0) {
-      report_.errors.push_back("cannot remove " + (failed.empty() ? shown : failed) + ": " + errno_text(err));
+      report_.errors.push_back("cannot remove " + (failed.empty() ? shown : failed) + ": " +
+                               errno_text(err));
     }
   }
 
@@ -164,12 +173,14 @@ GcReport collect_garbage(const GcRequest& request) {
   }
   UniqueFd root(::open(request.staging_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) {
-    report.errors.push_back("cannot open the staging root " + request.staging_root + ": " + errno_text(errno));
+    report.errors.push_back("cannot open the staging root " + request.staging_root + ": " +
+                            errno_text(errno));
     return report;
   }
   UniqueFd user(open_dir_at(root.get(), request.user.c_str()));
   if (!user) {
-    if (errno != ENOENT) report.errors.push_back("cannot open " + request.user + ": " + errno_text(errno));
+    if (errno != ENOENT)
+      report.errors.push_back("cannot open " + request.user + ": " + errno_text(errno));
     return report;
   }
   Collector collector(request, user.get(), report);

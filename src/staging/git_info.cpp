@@ -30,27 +30,32 @@ void parse_status(const std::string& out, GitInfo& git) {
 
 Result<GitInfo, StageError> read_git_info(const std::string& source_dir, ProcessRunner& processes) {
   GitInfo git;
-  ProcessResult status = processes.run({"git", "-C", source_dir, "--no-optional-locks", "status",
-                                        "--porcelain=v2", "--branch", "-z", "--untracked-files=no"});
+  ProcessResult status =
+      processes.run({"git", "-C", source_dir, "--no-optional-locks", "status", "--porcelain=v2",
+                     "--branch", "-z", "--untracked-files=no"});
   if (status.exit_code == 127) return git;  // no git: the caller walks the tree
   if (status.exit_code != 0) {
     if (status.err.find("not a git repository") != std::string::npos) return git;
-    return unexpected(StageError{"git status failed in " + source_dir + ": " + first_line(status.err)});
+    return unexpected(
+        StageError{"git status failed in " + source_dir + ": " + first_line(status.err)});
   }
   git.is_repo = true;
   parse_status(status.out, git);
   if (git.dirty && !git.sha.empty()) {
-    ProcessResult diff = processes.run({"git", "-C", source_dir, "--no-optional-locks", "diff", "HEAD",
-                                        "--binary", "--no-color", "--no-ext-diff", "--src-prefix=a/",
-                                        "--dst-prefix=b/"});
+    ProcessResult diff =
+        processes.run({"git", "-C", source_dir, "--no-optional-locks", "diff", "HEAD", "--binary",
+                       "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/"});
     if (diff.exit_code != 0) {
-      return unexpected(StageError{"git diff HEAD failed in " + source_dir + ": " + first_line(diff.err)});
+      return unexpected(
+          StageError{"git diff HEAD failed in " + source_dir + ": " + first_line(diff.err)});
     }
     git.diff = std::move(diff.out);
   }
   return git;
 }
 
-std::string short_sha(const GitInfo& git) { return git.sha.size() >= 7 ? git.sha.substr(0, 7) : "nogit"; }
+std::string short_sha(const GitInfo& git) {
+  return git.sha.size() >= 7 ? git.sha.substr(0, 7) : "nogit";
+}
 
 }  // namespace tpurun::staging

@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+
 namespace tpurun::staging {
 namespace {
 
@@ -32,6 +34,18 @@ bool match_segments(const std::vector<Segment>& pattern, size_t p,
     if (pattern[p].text == "**") {
       // A trailing "**" means "everything inside", so at least one segment.
       if (p + 1 == pattern.size()) return s < path.size();
+      // With no other "**" after it, the rest has a fixed length, so only one
+      // position can match ("**/x" is the common case: x is the last segment).
+      bool fixed_tail =
+          std::none_of(pattern.begin() + static_cast<std::ptrdiff_t>(p) + 1, pattern.end(),
+                       [](const Segment& seg) { return seg.text == "**"; });
+      if (fixed_tail) {
+        size_t tail = pattern.size() - p - 1;
+        if (path.size() < s + tail) return false;
+        s = path.size() - tail;
+        ++p;
+        continue;
+      }
       for (size_t skip = s; skip <= path.size(); ++skip) {
         if (match_segments(pattern, p + 1, path, skip)) return true;
       }
@@ -104,7 +118,8 @@ bool IgnoreRules::matches(std::string_view path, bool is_dir) const {
 
 bool IgnoreRules::ignored(std::string_view path, bool is_dir) const {
   if (rules_.empty()) return false;
-  for (size_t slash = path.find('/'); slash != std::string_view::npos; slash = path.find('/', slash + 1)) {
+  for (size_t slash = path.find('/'); slash != std::string_view::npos;
+       slash = path.find('/', slash + 1)) {
     if (matches(path.substr(0, slash), true)) return true;
   }
   return matches(path, is_dir);

@@ -16,7 +16,9 @@ class IgnoreRules {
   void add_text(std::string_view text);
   void add_pattern(std::string_view line);
   // Adds another set after these ones (so it wins where both match).
-  void append(const IgnoreRules& later) { rules_.insert(rules_.end(), later.rules_.begin(), later.rules_.end()); }
+  void append(const IgnoreRules& later) {
+    rules_.insert(rules_.end(), later.rules_.begin(), later.rules_.end());
+  }
 
   // The verdict for this path alone, ignoring its parent directories.
   bool matches(std::string_view path, bool is_dir) const;
@@ -29,7 +31,7 @@ class IgnoreRules {
 
  private:
   struct Segment {
-    std::string text;  // "**" matches any number of path segments
+    std::string text;      // "**" matches any number of path segments
     bool literal = false;  // no glob characters: a plain comparison will do
   };
   struct Rule {

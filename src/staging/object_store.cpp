@@ -1,12 +1,12 @@
 #include "staging/object_store.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <fmt/format.h>
 
 namespace tpurun::staging {
 namespace {
@@ -59,19 +59,30 @@ Result<ObjectStore, std::string> ObjectStore::open(int user_dir_fd) {
   return ObjectStore(std::move(fd));
 }
 
-std::string ObjectStore::object_name(const ContentHash& hash, bool executable) {
-  std::string hex = hash.hex();
-  return hex.substr(0, 2) + "/" + hex.substr(2) + (executable ? ".x" : "");
+ObjectName::ObjectName(const ContentHash& hash, bool executable) {
+  static constexpr char digits[] = "0123456789abcdef";
+  char hex[32];
+  for (int i = 0; i < 16; ++i) {
+    hex[i] = digits[(hash.high >> (60 - 4 * i)) & 0xf];
+    hex[16 + i] = digits[(hash.low >> (60 - 4 * i)) & 0xf];
+  }
+  char* out = text_.data();
+  *out++ = hex[0];
+  *out++ = hex[1];
+  *out++ = '/';
+  for (int i = 2; i < 32; ++i) *out++ = hex[i];
+  if (executable) *out++ = '.', *out++ = 'x';
+  *out = '\0';
 }
 
-int ObjectStore::link_out(const std::string& object, int dir_fd, const char* name) const {
+int ObjectStore::link_out(const ObjectName& object, int dir_fd, const char* name) const {
   return ::linkat(fd_.get(), object.c_str(), dir_fd, name, 0) == 0 ? 0 : errno;
 }
 
-int ObjectStore::copy_out(const std::string& object, int dir_fd, const char* name) const {
+int ObjectStore::copy_out(const ObjectName& object, int dir_fd, const char* name) const {
   UniqueFd from(::openat(fd_.get(), object.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!from) return errno;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(from.get(), &st) != 0) return errno;
   UniqueFd to(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0555));
   if (!to) return errno;
@@ -79,15 +90,16 @@ int ObjectStore::copy_out(const std::string& object, int dir_fd, const char* nam
 }
 
 // link(2) into the store, making the fan-out directory on first use.
-int ObjectStore::link_in(int dir_fd, const char* name, const std::string& object) {
+int ObjectStore::link_in(int dir_fd, const char* name, const ObjectName& object) {
   if (::linkat(dir_fd, name, fd_.get(), object.c_str(), 0) == 0) return 0;
   if (errno != ENOENT) return errno;
-  if (::mkdirat(fd_.get(), object.substr(0, 2).c_str(), 0755) != 0 && errno != EEXIST) return errno;
+  if (::mkdirat(fd_.get(), object.fan_out_dir().c_str(), 0755) != 0 && errno != EEXIST)
+    return errno;
   return ::linkat(dir_fd, name, fd_.get(), object.c_str(), 0) == 0 ? 0 : errno;
 }
 
 // The file becomes the object even though one exists (which has too many links).
-int ObjectStore::replace_object(int dir_fd, const char* name, const std::string& object) {
+int ObjectStore::replace_object(int dir_fd, const char* name, const ObjectName& object) {
   std::string temp = unique_name("tmp/");
   if (::linkat(dir_fd, name, fd_.get(), temp.c_str(), 0) != 0) return errno;
   int err = ::renameat(fd_.get(), temp.c_str(), fd_.get(), object.c_str()) == 0 ? 0 : errno;
@@ -95,7 +107,8 @@ int ObjectStore::replace_object(int dir_fd, const char* name, const std::string&
   return err;
 }
 
-Result<ObjectStore::Adopted, int> ObjectStore::adopt(int dir_fd, const char* name, const std::string& object) {
+Result<ObjectStore::Adopted, int> ObjectStore::adopt(int dir_fd, const char* name,
+                                                     const ObjectName& object) {
   // A concurrent gc may remove the object between our EEXIST and our link to
   // it; then the next round stores our copy instead. Three rounds is plenty.
   for (int round = 0; round < 3; ++round) {

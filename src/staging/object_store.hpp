@@ -9,6 +9,7 @@
 // Objects only ever appear through link() of a complete file, so concurrent
 // writers (two stagings by the same user) are safe: whoever links second gets
 // EEXIST and uses the object already there, which has the same bytes.
+#include <array>
 #include <string>
 
 #include "staging/content_hash.hpp"
@@ -17,21 +18,31 @@
 
 namespace tpurun::staging {
 
+// "ab/cdef...[.x]", relative to the store; a fixed buffer, as this is
+// made once per file on the hot path.
+class ObjectName {
+ public:
+  ObjectName(const ContentHash& hash, bool executable);
+  const char* c_str() const { return text_.data(); }
+  std::string_view view() const { return text_.data(); }
+  std::string fan_out_dir() const { return std::string(text_.data(), 2); }
+
+ private:
+  std::array<char, 2 + 1 + 30 + 2 + 1> text_;
+};
+
 class ObjectStore {
  public:
   // Opens <user_dir>/.objects, creating it (and .objects/tmp) if missing.
   static Result<ObjectStore, std::string> open(int user_dir_fd);
 
-  // "ab/cdef...[.x]", relative to the store.
-  static std::string object_name(const ContentHash& hash, bool executable);
-
   // Hard-links the object to dir_fd/name. 0, or errno: ENOENT when the store
   // does not have it (never stored, or collected); EMLINK, EXDEV, EPERM when
   // it cannot be linked (then copy_out).
-  int link_out(const std::string& object, int dir_fd, const char* name) const;
+  int link_out(const ObjectName& object, int dir_fd, const char* name) const;
 
   // Copies the object to a new read-only file dir_fd/name. 0 or errno.
-  int copy_out(const std::string& object, int dir_fd, const char* name) const;
+  int copy_out(const ObjectName& object, int dir_fd, const char* name) const;
 
   enum class Adopted { stored, shared, kept_copy };
   // Makes the finished file dir_fd/name the object, by hard-linking it into
@@ -39,14 +50,14 @@ class ObjectStore {
   // to it (shared). When linking is impossible (EXDEV, EPERM) the file stays
   // an unshared copy. When the object has too many links (EMLINK) the file
   // becomes the object, so later snapshots link to it. Other errno: failure.
-  Result<Adopted, int> adopt(int dir_fd, const char* name, const std::string& object);
+  Result<Adopted, int> adopt(int dir_fd, const char* name, const ObjectName& object);
 
   int fd() const { return fd_.get(); }
 
  private:
   explicit ObjectStore(UniqueFd fd) : fd_(std::move(fd)) {}
-  int link_in(int dir_fd, const char* name, const std::string& object);
-  int replace_object(int dir_fd, const char* name, const std::string& object);
+  int link_in(int dir_fd, const char* name, const ObjectName& object);
+  int replace_object(int dir_fd, const char* name, const ObjectName& object);
 
   UniqueFd fd_;
 };

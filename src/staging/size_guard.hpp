@@ -12,6 +12,7 @@ namespace tpurun::staging {
 std::uint64_t total_bytes(const std::vector<SourceFile>& files);
 
 // An error listing the largest files when the total is over `limit`.
-std::optional<StageError> check_size_limit(const std::vector<SourceFile>& files, std::uint64_t limit);
+std::optional<StageError> check_size_limit(const std::vector<SourceFile>& files,
+                                           std::uint64_t limit);
 
 }  // namespace tpurun::staging

@@ -1,6 +1,7 @@
 // create_snapshot: list, check the size, fill a hidden temp dir from the
 // object store, make it read-only, and rename it into place.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,8 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fmt/format.h>
-#include <thread>
+#include <optional>
 
 #include "staging/file_list.hpp"
 #include "staging/file_placer.hpp"
@@ -55,19 +55,20 @@ std::optional<StageError> check_user(const std::string& user) {
 Result<UniqueFd, StageError> open_user_dir(const SnapshotRequest& request) {
   UniqueFd root(::open(request.staging_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) {
-    return unexpected(StageError{"cannot open the staging root " + request.staging_root + ": " + errno_text(errno) +
-                                 " (is the shared file system mounted?)"});
+    return unexpected(StageError{"cannot open the staging root " + request.staging_root + ": " +
+                                 errno_text(errno) + " (is the shared file system mounted?)"});
   }
   if (::mkdirat(root.get(), request.user.c_str(), 0755) == 0) {
     ::fchmodat(root.get(), request.user.c_str(), 0755, 0);  // whatever the umask
   } else if (errno != EEXIST) {
-    return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user + ": " +
-                                 errno_text(errno)});
+    return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user +
+                                 ": " + errno_text(errno)});
   }
   UniqueFd user(open_dir_at(root.get(), request.user.c_str()));
   if (!user) {
-    return unexpected(StageError{"cannot open " + request.staging_root + "/" + request.user + ": " +
-                                 errno_text(errno) + (errno == ELOOP ? " (it must be a directory, not a symlink)" : "")});
+    return unexpected(StageError{
+        "cannot open " + request.staging_root + "/" + request.user + ": " + errno_text(errno) +
+        (errno == ELOOP ? " (it must be a directory, not a symlink)" : "")});
   }
   return user;
 }
@@ -88,9 +89,18 @@ std::string canonical(const std::string& path) {
 int rename_no_replace(int dir_fd, const std::string& from, const std::string& to) {
   if (::renameat2(dir_fd, from.c_str(), dir_fd, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
   if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return errno;
-  struct stat st{};
+  struct stat st {};
   if (::fstatat(dir_fd, to.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return EEXIST;
   return ::renameat(dir_fd, from.c_str(), dir_fd, to.c_str()) == 0 ? 0 : errno;
+}
+
+std::string escape_glob(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '[' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
 }
 
 struct Listing {
@@ -98,28 +108,42 @@ struct Listing {
   SourceListing source;
 };
 
-Result<Listing, StageError> list_project(const SnapshotRequest& request, int source_fd, ProcessRunner& processes,
-                                         const CancelToken& cancel) {
+Result<Listing, StageError> list_project(const SnapshotRequest& request, int source_fd,
+                                         ProcessRunner& processes, const CancelToken& cancel) {
   auto git = read_git_info(request.source_dir, processes);
   if (!git) return unexpected(git.error());
   IgnoreRules rules = load_ignore_rules(source_fd);
-  auto source = git->is_repo ? list_git_files(request.source_dir, source_fd, rules, processes, cancel)
-                             : walk_files(source_fd, rules, cancel);
+  // A staging root inside the project must not be staged into itself.
+  std::string project = canonical(request.source_dir), root = canonical(request.staging_root);
+  std::optional<std::string> inner_root;
+  if (root.size() > project.size() && root.starts_with(project + "/")) {
+    inner_root = root.substr(project.size() + 1);
+    rules.add_pattern("/" + escape_glob(*inner_root) + "/");
+  }
+  auto source = git->is_repo
+                    ? list_git_files(request.source_dir, source_fd, rules, processes, cancel)
+                    : walk_files(source_fd, rules, cancel);
   if (!source) return unexpected(source.error());
+  if (inner_root) source->notes.push_back("left out " + *inner_root + ": it is the staging root");
+  if (source->files.empty()) {
+    return unexpected(StageError{
+        "nothing to stage in " + request.source_dir +
+        (git->is_repo ? " (git lists no files there: is it ignored by an enclosing repository?)"
+                      : " (the directory is empty, or everything in it is ignored)")});
+  }
   git->dirty = git->dirty || source->untracked > 0;
   return Listing{std::move(*git), std::move(*source)};
 }
 
-}  // namespace
-
-Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& request, ProcessRunner& processes,
-                                                   const CancelToken& cancel,
-                                                   const std::function<void(const SnapshotProgress&)>& progress) {
+Result<StagedSnapshot, StageError> stage(
+    const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
+    const std::function<void(const SnapshotProgress&)>& progress) {
   if (auto bad = check_user(request.user)) return unexpected(*bad);
   std::int64_t started_ns = realtime_ns();
   UniqueFd source_fd(::open(request.source_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!source_fd) {
-    return unexpected(StageError{"cannot open the project directory " + request.source_dir + ": " + errno_text(errno)});
+    return unexpected(StageError{"cannot open the project directory " + request.source_dir + ": " +
+                                 errno_text(errno)});
   }
   auto listing = list_project(request, source_fd.get(), processes, cancel);
   if (!listing) return unexpected(listing.error());
@@ -134,7 +158,9 @@ Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& reques
   StatCache cache = StatCache::load(request.stat_cache_dir, canonical(request.source_dir));
   cache.set_racy_after(started_ns - kRacyWindowNs);
 
-  auto now = request.now == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now() : request.now;
+  auto now = request.now == std::chrono::system_clock::time_point{}
+                 ? std::chrono::system_clock::now()
+                 : request.now;
   auto suffix = [&] { return request.random_suffix ? request.random_suffix() : random_suffix(); };
   const std::string sha = short_sha(listing->git);
   std::string name = snapshot_name(now, suffix(), sha);
@@ -143,8 +169,8 @@ Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& reques
     temp = fmt::format(".tmp-{}-{}", name, ::getpid());
     if (::mkdirat(user_fd->get(), temp.c_str(), 0755) == 0) break;
     if (errno != EEXIST || attempt == kNameAttempts) {
-      return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user + "/" + temp + ": " +
-                                   errno_text(errno)});
+      return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user +
+                                   "/" + temp + ": " + errno_text(errno)});
     }
     name = snapshot_name(now, suffix(), sha);  // another thread of ours builds this name
   }
@@ -152,17 +178,22 @@ Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& reques
   UniqueFd tree_fd(open_dir_at(user_fd->get(), temp.c_str()));
   if (!tree_fd) return unexpected(write_error(temp, errno));
 
-  unsigned threads = request.threads != 0 ? request.threads : std::min(2u, std::max(1u, std::thread::hardware_concurrency()));
-  auto filled = fill_tree(TreeInput{files, source_fd.get(), tree_fd.get(), *store, cache, cancel, progress, threads});
+  constexpr unsigned kDefaultThreads = 8;  // see SnapshotRequest::threads
+  unsigned threads = request.threads != 0 ? request.threads : kDefaultThreads;
+  auto known = cache.known_hashes(files);
+  auto filled = fill_tree(
+      TreeInput{files, source_fd.get(), tree_fd.get(), *store, known, cancel, progress, threads});
   if (!filled) return unexpected(filled.error());
-  if (int err = make_read_only(tree_fd.get(), files); err != 0) return unexpected(write_error(temp, err));
+  if (int err = make_read_only(tree_fd.get(), files); err != 0)
+    return unexpected(write_error(temp, err));
   if (cancel.cancelled()) return unexpected(cancelled_error());
 
   for (int attempt = 0;; ++attempt) {
     int err = rename_no_replace(user_fd->get(), temp, name);
     if (err == 0) break;
     if ((err != EEXIST && err != ENOTEMPTY) || attempt == kNameAttempts) {
-      return unexpected(StageError{"cannot rename the snapshot into place as " + name + ": " + errno_text(err)});
+      return unexpected(
+          StageError{"cannot rename the snapshot into place as " + name + ": " + errno_text(err)});
     }
     name = snapshot_name(now, suffix(), sha);
   }
@@ -183,6 +214,18 @@ Result<StagedSnapshot, StageError> create_snapshot(const SnapshotRequest& reques
   }
   if (std::string error = cache.save(); !error.empty()) staged.notes.push_back(error);
   return staged;
+}
+
+}  // namespace
+
+Result<StagedSnapshot, StageError> create_snapshot(
+    const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
+    const std::function<void(const SnapshotProgress&)>& progress) {
+  try {
+    return stage(request, processes, cancel, progress);
+  } catch (const std::exception& e) {  // the temp dir is gone already (TempDirGuard)
+    return unexpected(StageError{std::string("staging failed: ") + e.what()});
+  }
 }
 
 }  // namespace tpurun

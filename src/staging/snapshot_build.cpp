@@ -43,13 +43,13 @@ class TreeFill {
  private:
   void work(bool reports) {
     try {
-      FilePlacer placer(in_.source_fd, in_.tree_fd, in_.store, in_.cache);
+      FilePlacer placer(in_.source_fd, in_.tree_fd, in_.store);
       const std::size_t n = in_.files.size();
       for (std::size_t begin; (begin = next_.fetch_add(kRun)) < n;) {
         for (std::size_t i = begin; i < std::min(begin + kRun, n); ++i) {
           if (stop_.load(std::memory_order_relaxed)) return;
           if (in_.cancel.cancelled()) return fail(cancelled_error());
-          auto placed = placer.place(in_.files[i]);
+          auto placed = placer.place(in_.files[i], in_.known[i]);
           if (!placed) return fail(std::move(placed.error()));
           result_.hashes[i] = placed->hash;
           files_done_.fetch_add(1, std::memory_order_relaxed);
@@ -79,8 +79,8 @@ class TreeFill {
 
   void report() {
     if (!in_.progress) return;
-    in_.progress(SnapshotProgress{files_done_.load(), in_.files.size(), bytes_done_.load(), bytes_total_,
-                                  bytes_reused_.load()});
+    in_.progress(SnapshotProgress{files_done_.load(), in_.files.size(), bytes_done_.load(),
+                                  bytes_total_, bytes_reused_.load()});
   }
 
   const TreeInput& in_;
@@ -116,7 +116,8 @@ int make_read_only(int tree_fd, const std::vector<SourceFile>& files) {
   return ::fchmod(tree_fd, 0555) == 0 ? 0 : errno;
 }
 
-ContentHash tree_hash(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes) {
+ContentHash tree_hash(const std::vector<SourceFile>& files,
+                      const std::vector<ContentHash>& hashes) {
   Hasher hasher;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const SourceFile& file = files[i];

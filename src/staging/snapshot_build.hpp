@@ -2,13 +2,13 @@
 // Fills the hidden temp dir of a snapshot with the listed files (a few
 // threads, each placing runs of consecutive files), then makes it read-only.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "staging/content_hash.hpp"
 #include "staging/object_store.hpp"
 #include "staging/source_file.hpp"
-#include "staging/stat_cache.hpp"
 #include "tpurun/cancel.hpp"
 #include "tpurun/result.hpp"
 #include "tpurun/staging.hpp"
@@ -20,7 +20,7 @@ struct TreeInput {
   int source_fd;
   int tree_fd;  // the hidden temp dir
   ObjectStore& store;
-  const StatCache& cache;
+  const std::vector<std::optional<ContentHash>>& known;  // per file, from the stat cache
   const CancelToken& cancel;
   const std::function<void(const SnapshotProgress&)>& progress;
   unsigned threads = 1;

@@ -1,7 +1,8 @@
 #include "staging/snapshot_name.hpp"
 
-#include <ctime>
 #include <fmt/format.h>
+
+#include <ctime>
 #include <random>
 
 namespace tpurun::staging {
@@ -33,8 +34,9 @@ bool is_snapshot_name(std::string_view name) {
   // ^\d{12}-[a-z0-9]{6}-([0-9a-f]{7}|nogit)-code$
   if (name.size() != 12 + 1 + 6 + 1 + 7 + 5 && name.size() != 12 + 1 + 6 + 1 + 5 + 5) return false;
   std::string_view sha = name.substr(20, name.size() - 25);
-  return all_of(name.substr(0, 12), is_digit) && name[12] == '-' && all_of(name.substr(13, 6), is_lower_alnum) &&
-         name[19] == '-' && (sha == "nogit" || (sha.size() == 7 && all_of(sha, is_hex))) &&
+  return all_of(name.substr(0, 12), is_digit) && name[12] == '-' &&
+         all_of(name.substr(13, 6), is_lower_alnum) && name[19] == '-' &&
+         (sha == "nogit" || (sha.size() == 7 && all_of(sha, is_hex))) &&
          name.substr(name.size() - 5) == "-code";
 }
 

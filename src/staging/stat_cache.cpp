@@ -1,12 +1,13 @@
 #include "staging/stat_cache.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <random>
 
 #define XXH_INLINE_ALL
@@ -54,7 +55,7 @@ struct Reader {
 bool read_file(const std::string& path, std::string& out) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return false;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return false;
   out.resize(static_cast<size_t>(st.st_size));
   size_t done = 0;
@@ -73,13 +74,14 @@ StatCache StatCache::load(const std::string& cache_dir, const std::string& sourc
   if (cache_dir.empty()) return cache;
   cache.dir_ = cache_dir;
   cache.source_ = source_dir;
-  cache.file_ = fmt::format("{}/{:016x}.statcache", cache_dir, XXH3_64bits(source_dir.data(), source_dir.size()));
-  std::string data;
-  if (read_file(cache.file_, data) && !cache.parse(data)) cache.loaded_.clear();
+  cache.file_ = fmt::format("{}/{:016x}.statcache", cache_dir,
+                            XXH3_64bits(source_dir.data(), source_dir.size()));
+  if (read_file(cache.file_, cache.data_) && !cache.parse()) cache.loaded_.clear();
   return cache;
 }
 
-bool StatCache::parse(const std::string& data) {
+bool StatCache::parse() {
+  const std::string& data = data_;
   if (data.size() < kMagic.size() + sizeof(std::uint64_t)) return false;
   std::string_view body(data.data(), data.size() - sizeof(std::uint64_t));
   std::uint64_t checksum;
@@ -89,7 +91,7 @@ bool StatCache::parse(const std::string& data) {
   auto source = in.bytes(in.get<std::uint32_t>());
   if (in.bad || source != source_) return false;  // another project's file under a colliding name
   auto count = in.get<std::uint64_t>();
-  loaded_.reserve(count < 1'000'000 ? count : 0);
+  loaded_.reserve(count < 10'000'000 ? count : 0);
   for (std::uint64_t i = 0; i < count && !in.bad; ++i) {
     std::string_view path = in.bytes(in.get<std::uint32_t>());
     Entry entry;
@@ -100,19 +102,33 @@ bool StatCache::parse(const std::string& data) {
     entry.stamp.mode = in.get<std::uint32_t>();
     entry.hash.high = in.get<std::uint64_t>();
     entry.hash.low = in.get<std::uint64_t>();
-    if (!in.bad) loaded_.emplace(std::string(path), entry);
+    if (!in.bad) loaded_.emplace_back(path, entry);
   }
-  return !in.bad && in.data.empty();
+  if (in.bad || !in.data.empty()) return false;
+  // Saved in path order; a file that is not is still usable once sorted.
+  auto by_path = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (!std::is_sorted(loaded_.begin(), loaded_.end(), by_path))
+    std::sort(loaded_.begin(), loaded_.end(), by_path);
+  return true;
 }
 
-std::optional<ContentHash> StatCache::find(const std::string& path, const FileStamp& stamp) const {
-  auto it = loaded_.find(path);
-  if (it == loaded_.end() || !(it->second.stamp == stamp)) return std::nullopt;
-  return it->second.hash;
+std::vector<std::optional<ContentHash>> StatCache::known_hashes(
+    const std::vector<SourceFile>& files) const {
+  std::vector<std::optional<ContentHash>> known(files.size());
+  auto cached = loaded_.begin();
+  for (std::size_t i = 0; i < files.size() && cached != loaded_.end(); ++i) {
+    std::string_view path = files[i].path;
+    while (cached != loaded_.end() && cached->first < path) ++cached;
+    if (cached != loaded_.end() && cached->first == path &&
+        cached->second.stamp == files[i].stamp) {
+      known[i] = cached->second.hash;
+    }
+  }
+  return known;
 }
 
 void StatCache::put(const std::string& path, const FileStamp& stamp, const ContentHash& hash) {
-  if (!enabled() || stamp.mtime_ns >= racy_after_ns_ || stamp.ctime_ns >= racy_after_ns_) return;
+  if (!enabled() || stamp.mtime_ns >= racy_after_ns_) return;
   next_.emplace_back(path, Entry{stamp, hash});
 }
 

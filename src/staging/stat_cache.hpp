@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 #include "staging/content_hash.hpp"
@@ -20,11 +20,14 @@ class StatCache {
   // `source_dir` should be canonical (realpath): it names the cache file.
   static StatCache load(const std::string& cache_dir, const std::string& source_dir);
 
-  std::optional<ContentHash> find(const std::string& path, const FileStamp& stamp) const;
+  // The cached hash of each file whose stamp is unchanged, by index into
+  // `files` (sorted by path, as the cache is: one merge pass, no lookups).
+  std::vector<std::optional<ContentHash>> known_hashes(const std::vector<SourceFile>& files) const;
 
   // Records a file for the next save. Files modified at or after
-  // `racy_after_ns` are left out: a write within the same timestamp tick
-  // could change them without changing their stamp (git's "racy" files).
+  // `racy_after_ns` are left out: another write within the same timestamp
+  // tick could change them without changing their stamp (git's "racy"
+  // files). An older mtime is safe, as any later write would set it to now.
   void put(const std::string& path, const FileStamp& stamp, const ContentHash& hash);
   void set_racy_after(std::int64_t ns) { racy_after_ns_ = ns; }
 
@@ -37,13 +40,14 @@ class StatCache {
     FileStamp stamp;
     ContentHash hash;
   };
-  bool parse(const std::string& data);
+  bool parse();
 
   std::string dir_;
   std::string file_;
   std::string source_;
   std::int64_t racy_after_ns_ = INT64_MAX;
-  std::unordered_map<std::string, Entry> loaded_;
+  std::string data_;                                        // the file as read
+  std::vector<std::pair<std::string_view, Entry>> loaded_;  // paths point into data_
   std::vector<std::pair<std::string, Entry>> next_;
 };
 

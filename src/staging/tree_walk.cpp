@@ -43,7 +43,8 @@ class TreeWalk {
         file.path = std::move(path);
         listing.files.push_back(std::move(file));
       } else if (kind == EntryKind::special) {
-        if (!rules_.matches(path, false)) listing.notes.push_back("skipped " + path + ": not a regular file or symlink");
+        if (!rules_.matches(path, false))
+          listing.notes.push_back("skipped " + path + ": not a regular file or symlink");
       } else if (error != 0) {
         ::closedir(dir);
         return fail(path, error);
@@ -79,7 +80,8 @@ class TreeWalk {
 
 }  // namespace
 
-Result<SourceListing, StageError> walk_files(int root_fd, const IgnoreRules& rules, const CancelToken& cancel) {
+Result<SourceListing, StageError> walk_files(int root_fd, const IgnoreRules& rules,
+                                             const CancelToken& cancel) {
   TreeWalk walk(rules, cancel);
   if (!walk.walk(root_fd, "")) {
     if (walk.error) return unexpected(*walk.error);
