@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <map>
 
 #include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
@@ -20,10 +21,20 @@ std::string describe(const ScannedProcess& p) {
                      command, format_age(p.elapsed_s));
 }
 
-// Who blocks a worker, for the refusal message.
+// Who blocks a worker, for the refusal message: one line per job (process
+// group), naming its leader and counting the children that hold the TPU too.
 std::vector<std::string> holders_of(const LockScan& scan) {
+  std::map<int, std::vector<const ScannedProcess*>> by_group;
+  for (const ScannedProcess& p : scan.holders) by_group[p.pgid].push_back(&p);
   std::vector<std::string> lines;
-  for (const ScannedProcess& p : scan.holders) lines.push_back(describe(p));
+  for (const auto& [pgid, members] : by_group) {
+    const ScannedProcess* leader = members.front();
+    for (const ScannedProcess* p : members) {
+      if (p->pid == pgid) leader = p;
+    }
+    std::string more = members.size() > 1 ? fmt::format(" (+{} in its group)", members.size() - 1) : "";
+    lines.push_back(describe(*leader) + more);
+  }
   if (scan.lock_holder) lines.push_back(describe(*scan.lock_holder) + " holds the lock");
   return lines;
 }

@@ -76,8 +76,11 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "stage", "Snapshot this project onto the shared mount and run a command from it on every worker");
   add_target_options(*cmd, o.target);
-  cmd->add_option("--tag", o.tags, "Label for the run id, e.g. --tag lr=0.1 (repeatable)");
-  cmd->add_option("--env", o.env, "Environment variable for the job, KEY=VALUE (repeatable)");
+  // One value per flag: a vector option would otherwise swallow the command
+  // after `--` and parse its flags as ours.
+  cmd->add_option("--tag", o.tags, "Label for the run id, e.g. --tag lr=0.1 (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--env", o.env, "Environment variable for the job, KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--detach", o.detach, "Launch and return; don't tail the logs");
   cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and launch results as JSON (implies --detach)");
   cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
