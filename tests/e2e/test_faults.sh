@@ -26,7 +26,7 @@ c = json.load(open(sys.argv[1])); c["pods"]["sim"]["staging_root"] = sys.argv[3]
 json.dump(c, open(sys.argv[2], "w"))
 PY
 chmod 644 "$cfg"
-expect_exit 1 as_user alice -C "$proj" "$TPURUN" --config "$cfg" stage -- true
+expect_exit 1 as_user alice -C "$proj" "$TPURUN" --config "$cfg" stage --worker 0-$((last - 1)) -- true
 assert_contains "$ERR" "No space left on device"
 assert_contains "$ERR" "weights.bin"
 assert_eq "$(ls -A "$small/alice" | grep -v '^\.objects$' || true)" "" "partial snapshot left in a full root"
@@ -45,7 +45,7 @@ for d in range(40):
 PY
 chown -R alice: "$big"
 before=$(snapshots alice)
-as_user alice -C "$big" "$TPURUN" --config "$FAKEPOD_CONFIG" stage -- true >"$SCRATCH/int.out" 2>"$SCRATCH/int.err" &
+as_user alice -C "$big" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --worker 0 -- true >"$SCRATCH/int.out" 2>"$SCRATCH/int.err" &
 client=$!
 for _ in $(seq 200); do
   ls -d /srv/tpurun-nfs/staging/alice/.tmp-* >/dev/null 2>&1 && break

@@ -103,9 +103,12 @@ PY
 expect_exit 0 tpurun_as alice -C "$proj" runs
 assert_contains "$OUT" "exited(0)"
 
-# A worker that is down: the others launch and run; tpurun says so and exits 255.
+# A worker that is down: the preflight refuses (a multi-host job would wait
+# for it); with --skip-preflight the others launch and run, and tpurun says so.
 stop_worker 6
-expect_exit 255 tpurun_as alice -C "$proj" stage -- true
+expect_exit 1 tpurun_as alice -C "$proj" stage -- true
+assert_contains "$ERR" "w6 $(worker_ip 6): cannot check: cannot connect"
+expect_exit 255 tpurun_as alice -C "$proj" stage --skip-preflight -- true
 assert_contains "$ERR" "w6 $(worker_ip 6): cannot connect"
 assert_contains "$ERR" "the job runs on $((N - 1)) workers only"
 fakepod start-worker 6

@@ -1,6 +1,7 @@
 // The files in configs/ are documentation; this keeps them true.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,11 +14,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// CMake compiles with absolute source paths, so the repository is found
-// from this file without a configure-time definition.
+// ctest passes the source tree in TPURUN_SOURCE_DIR (__FILE__ is relative
+// under ccache's base_dir, so it cannot be trusted to find the repository).
 fs::path example(const std::string& name) {
-  return fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / "configs" /
-         name;
+  const char* root = std::getenv("TPURUN_SOURCE_DIR");
+  fs::path base = root != nullptr ? fs::path(root)
+                                  : fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+  return base / "configs" / name;
 }
 
 ConfigFile parse_example(const std::string& name) {
