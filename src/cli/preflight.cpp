@@ -1,6 +1,7 @@
 #include "cli/preflight.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <map>
@@ -21,11 +22,13 @@ std::string describe(const ScannedProcess& p) {
                      command, format_age(p.elapsed_s));
 }
 
-// Who blocks a worker, for the refusal message: one line per job (process
-// group), naming its leader and counting the children that hold the TPU too.
-std::vector<std::string> holders_of(const LockScan& scan) {
+// Other users who block a worker, for the refusal message: one line per job
+// (process group), naming its leader and counting the children that hold the TPU too.
+std::vector<std::string> other_holders(const LockScan& scan) {
   std::map<int, std::vector<const ScannedProcess*>> by_group;
-  for (const ScannedProcess& p : scan.holders) by_group[p.pgid].push_back(&p);
+  for (const ScannedProcess& p : scan.holders) {
+    if (p.uid != scan.caller_uid) by_group[p.pgid].push_back(&p);
+  }
   std::vector<std::string> lines;
   for (const auto& [pgid, members] : by_group) {
     const ScannedProcess* leader = members.front();
@@ -70,6 +73,12 @@ void run_preflight(const PodConfig& pod, const std::vector<Worker>& workers, Tra
               printer.note(fmt::format("{}: removed stale {} (no process held the TPU)", worker.display(), path));
             }
             scanned->state = cleaned->state;
+            // If the lock stayed, say why (sudo refused, someone took the TPU meanwhile).
+            std::vector<std::string> why = cleaned->result.kept;
+            if (!cleaned->result.error.empty()) why.push_back(cleaned->result.error);
+            if (!why.empty()) scanned->error = fmt::format("{}", fmt::join(why, "; "));
+          } else {
+            scanned->error = cleaned.error().message;
           }
         }
         printer.progress(fmt::format("preflight: checked {}/{} workers", ++done, workers.size()));
@@ -91,7 +100,7 @@ void run_preflight(const PodConfig& pod, const std::vector<Worker>& workers, Tra
       case TpuState::free:
         break;
       case TpuState::busy_other:
-        for (const std::string& who : holders_of(*r.scan)) {
+        for (const std::string& who : other_holders(*r.scan)) {
           refusals.push_back(fmt::format("  {}: TPU held by {}", w.display(), who));
         }
         break;
