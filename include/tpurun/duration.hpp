@@ -1,7 +1,8 @@
 #pragma once
-// Human durations on the command line: "10s", "500ms", "5m", "2h", "14d", or
-// plain seconds ("30"). And the other way: 7384s -> "2h03m".
+// Human units: durations on the command line ("10s", "500ms", "5m", "2h", "14d"
+// or plain seconds "30"), ages for tables (7384s -> "2h03m") and sizes.
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace tpurun {
@@ -10,5 +11,7 @@ namespace tpurun {
 std::chrono::milliseconds parse_duration(const std::string& text);
 // Compact age for tables: "45s", "12m", "2h03m", "3d04h".
 std::string format_age(long long seconds);
+// Binary units for sizes: 512 -> "512 B", 3250000 -> "3.1 MiB".
+std::string human_size(std::uint64_t bytes);
 
 }  // namespace tpurun

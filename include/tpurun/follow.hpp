@@ -31,7 +31,6 @@ class LogFollower {
   void flush();
   // The jobs' states from the log dir's files (pending, running or exited).
   std::vector<WorkerJob> jobs() const;
-  bool all_exited() const;
 
  private:
   struct Tail {

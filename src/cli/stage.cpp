@@ -12,6 +12,7 @@
 #include "cli/preflight.hpp"
 #include "cli/report.hpp"
 #include "cli/run_follow.hpp"
+#include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
 #include "tpurun/launch.hpp"
 #include "tpurun/run_record.hpp"
@@ -37,13 +38,6 @@ std::map<std::string, std::string> parse_env(const std::vector<std::string>& pai
   return env;
 }
 
-std::string human_bytes(std::uint64_t bytes) {
-  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", bytes / double(1ull << 30));
-  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
-  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", bytes / double(1ull << 10));
-  return fmt::format("{} B", bytes);
-}
-
 void require_roots(const PodConfig& pod) {
   if (pod.staging_root.empty() || pod.logs_root.empty()) {
     throw UsageError(fmt::format("pod '{}' needs staging_root and logs_root (directories on the shared NFS mount "
@@ -62,7 +56,7 @@ StagedSnapshot snapshot(const Target& target, const std::string& user, Context& 
   request.random_suffix = random_suffix;
   auto staged = create_snapshot(request, ctx.processes, ctx.cancel, [&](const SnapshotProgress& p) {
     printer.progress(fmt::format("staging: {}/{} files, {} of {}, {} reused", p.files_done, p.files_total,
-                                 human_bytes(p.bytes_done), human_bytes(p.bytes_total), human_bytes(p.bytes_reused)));
+                                 human_size(p.bytes_done), human_size(p.bytes_total), human_size(p.bytes_reused)));
   });
   printer.clear_progress();
   if (!staged && ctx.cancel.cancelled()) throw Interrupted("interrupted while staging: " + staged.error().message);
@@ -134,8 +128,8 @@ int run_stage(const StageOptions& o, Context& ctx) {
     run_preflight(target.pod, target.workers, *transport, {o.kill_previous, o.target.fanout}, printer, ctx);
   }
   StagedSnapshot staged = snapshot(target, user, ctx, printer);
-  printer.note(fmt::format("staged {} files ({}, {} reused) → {}", staged.files, human_bytes(staged.bytes),
-                           human_bytes(staged.bytes_reused), staged.dir));
+  printer.note(fmt::format("staged {} files ({}, {} reused) → {}", staged.files, human_size(staged.bytes),
+                           human_size(staged.bytes_reused), staged.dir));
 
   const auto now = std::chrono::system_clock::now();
   RunRecord record;

@@ -70,13 +70,6 @@ void LogFollower::flush() {
   for (Tail& tail : tails_) tail.sink.flush();
 }
 
-bool LogFollower::all_exited() const {
-  for (const WorkerJob& job : jobs()) {
-    if (job.state != JobState::exited) return false;
-  }
-  return true;
-}
-
 FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& workers, LinePrinter& printer,
                         Transport& transport, int fanout, const CancelToken& cancel, bool follow) {
   using namespace std::chrono_literals;

@@ -23,15 +23,6 @@ void UniqueFd::reset(int fd) {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-std::string human_size(std::uint64_t bytes) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
-  if (unit == 0) return fmt::format("{} B", bytes);
-  return fmt::format("{:.1f} {}", value, units[unit]);
-}
-
 int open_dir_at(int dir_fd, const char* name) {
   return ::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }

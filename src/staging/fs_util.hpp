@@ -1,4 +1,5 @@
 #pragma once
+#include "tpurun/duration.hpp"  // human_size
 // Small POSIX helpers shared by the staging code: owned file descriptors,
 // errno text, human sizes, and removing a tree without following symlinks.
 #include <sys/stat.h>
@@ -30,8 +31,6 @@ class UniqueFd {
 
 std::string errno_text(int err);
 
-// 1536 -> "1.5 KiB"
-std::string human_size(std::uint64_t bytes);
 
 // Opens a directory relative to `dir_fd` without following a symlink at the
 // last component. Returns -1 with errno set on failure.

@@ -38,4 +38,13 @@ std::string format_age(long long s) {
   return fmt::format("{}d{:02}h", s / 86400, (s % 86400) / 3600);
 }
 
+std::string human_size(std::uint64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  if (unit == 0) return fmt::format("{} B", bytes);
+  return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
 }  // namespace tpurun
