@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tpurun/atomic_file.hpp"
 #include "tpurun/suggest.hpp"
 
 namespace fs = std::filesystem;
@@ -27,23 +28,6 @@ void make_dir(const std::string& path, mode_t mode, bool exclusive) {
   }
   if (errno == EEXIST && !exclusive) return;
   throw std::runtime_error(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-  }
-  fs::rename(tmp, path);
 }
 
 }  // namespace
@@ -104,7 +88,7 @@ RunRecord read_run_record(const std::string& log_dir) {
   const std::string path = log_dir + "/run.json";
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(read_file(path));
+    doc = nlohmann::json::parse(read_small_file(path));
     RunRecord r;
     r.run_id = doc.at("run_id");
     r.user = doc.at("user");
@@ -179,13 +163,13 @@ std::string worker_log_path(const std::string& log_dir, int worker) {
 WorkerJob read_worker_job(const std::string& log_dir, int worker) {
   WorkerJob job;
   job.worker = worker;
-  std::istringstream pid_text(read_file(fmt::format("{}/worker{}.pid", log_dir, worker)));
+  std::istringstream pid_text(read_small_file(fmt::format("{}/worker{}.pid", log_dir, worker)));
   int pid = 0;
   if (pid_text >> pid) {
     job.pid = pid;
     job.state = JobState::running;
   }
-  std::istringstream exit_text(read_file(fmt::format("{}/worker{}.exit", log_dir, worker)));
+  std::istringstream exit_text(read_small_file(fmt::format("{}/worker{}.exit", log_dir, worker)));
   int code = 0;
   if (exit_text >> code) {
     job.exit_code = code;

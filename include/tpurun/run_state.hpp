@@ -1,0 +1,86 @@
+#pragma once
+// A run's lifecycle as its supervisor records it in <log dir>/state.json.
+// A run is a gang: it makes progress only while every worker does, so it has
+// one verdict, plus a state per worker. See docs/runs.md.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tpurun {
+
+// running → succeeded | failed | lost | stopped, with restarting between
+// attempts when --restarts allows another one.
+enum class RunVerdict { running, restarting, succeeded, failed, lost, stopped };
+const char* to_string(RunVerdict v);
+std::optional<RunVerdict> parse_run_verdict(const std::string& text);
+bool is_final(RunVerdict v);
+
+enum class WorkerState { pending, running, succeeded, failed, lost, stopped, restarting };
+const char* to_string(WorkerState s);
+std::optional<WorkerState> parse_worker_state(const std::string& text);
+
+struct WorkerStatus {
+  int worker = 0;
+  WorkerState state = WorkerState::pending;
+  std::optional<int> pid;
+  std::optional<int> exit_code;
+  std::string detail;  // "exited 3", "killed by SIGKILL", "unreachable since 12:00:01Z", ...
+};
+
+// How the first failing worker of an attempt failed.
+struct GangFailure {
+  int worker = 0;
+  std::string how;  // "exit", "signal" or "lost"
+  int exit_code = 0;
+  std::string signal;  // "KILL" when how == "signal"
+  std::string since;   // lost: when it was first seen unreachable or gone (ISO 8601)
+  std::string at;      // when tpurun noticed (ISO 8601)
+  std::string detail;  // one line for the summary
+};
+
+// Where the watcher lives: a detached `tpurun` process on the dev VM.
+struct SupervisorInfo {
+  int pid = 0;
+  std::string host;          // the dev VM's hostname
+  long long started = 0;     // /proc/PID/stat start time, to tell a reused pid apart
+  long long heartbeat = 0;   // unix seconds, refreshed while it watches
+};
+
+struct RunState {
+  RunVerdict verdict = RunVerdict::running;
+  int attempt = 1;        // 1-based; TPURUN_ATTEMPT of the current launch
+  int max_attempts = 1;   // 1 + --restarts
+  std::string on_failure = "stop";
+  std::vector<WorkerStatus> workers;
+  std::optional<GangFailure> first_failure;  // of the last failed attempt
+  bool stopped_others = false;               // tpurun stopped the other workers' jobs
+  std::string message;                        // what the supervisor is doing or waiting for
+  SupervisorInfo supervisor;
+  std::string updated_at;
+};
+
+std::optional<RunState> read_run_state(const std::string& log_dir);  // nullopt: none or unreadable
+void write_run_state(const std::string& log_dir, const RunState& state);
+
+// The supervisor's heartbeat is at most this old while it watches.
+constexpr long long kHeartbeatSeconds = 5;
+// True when the state has a supervisor whose heartbeat is recent (and, on this
+// host, whose process still exists).
+bool supervisor_alive(const RunState& state, long long now_unix);
+
+// May a job of this run still be running (or about to be restarted)? True
+// unless its state is final, or, for a run without a state.json (made by an
+// older tpurun), every worker has an exit record. gc keeps the snapshots of
+// such runs.
+bool run_is_active(const std::string& log_dir);
+
+// The stop marker that `tpurun kill --run` leaves so that the supervisor
+// neither restarts nor reports the kill as a failure.
+std::string stop_marker_path(const std::string& log_dir);
+bool stop_requested(const std::string& log_dir);
+
+// Per-attempt job files: attempt 1 keeps the original names (workerN.pid,
+// workerN.exit); later attempts add the attempt (workerN.a2.pid, ...).
+std::string job_file(const std::string& log_dir, int worker, int attempt, const char* ext);
+
+}  // namespace tpurun
