@@ -51,3 +51,21 @@ no_job_left() {
 fail_on_worker_job() {  # WORKER CODE
   echo "if [ \"\$TPURUN_WORKER\" = $1 ] && [ \"\$TPURUN_ATTEMPT\" = 1 ]; then echo 'w$1 broke'; sleep 1; exit $2; fi; exec python3 train.py --forever"
 }
+
+# freeze_worker I / thaw_worker I: SIGSTOP / SIGCONT every process in worker
+# I's PID namespace (sshd included: TCP stays open, nothing answers).
+_ns_pids() {
+  local init ns p
+  init=$(cat "$FAKEPOD_STATE/w$1/init.pid")
+  ns=$(readlink "/proc/$init/ns/pid")
+  for p in /proc/[0-9]*; do
+    if [[ $(readlink "$p/ns/pid" 2>/dev/null) == "$ns" ]]; then echo "${p#/proc/}"; fi
+  done
+}
+freeze_worker() {
+  on_exit "thaw_worker $1"
+  _ns_pids "$1" | xargs -r kill -STOP
+}
+thaw_worker() {
+  _ns_pids "$1" | xargs -r kill -CONT
+}
