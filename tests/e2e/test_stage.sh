@@ -3,6 +3,7 @@
 # the right environment, detached from the client; re-staging reuses content;
 # logs/runs/gc work on the records it leaves.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gang_lib.sh"
 N=$FAKEPOD_WORKERS
 proj=$(make_project alice proj)
 as_user alice git -C "$proj" init -q
@@ -92,7 +93,8 @@ for i in $(seq 0 $((N - 1))); do
   assert_eq "$(cat "$run_dir/worker$i.exit" 2>/dev/null)" "$(( i % 3 ))" "worker $i exit record"
 done
 
-# runs lists them with per-worker states.
+# runs lists them with per-worker states, once the watcher has seen them end.
+wait_verdict alice "$(basename "$run_dir")" failed
 expect_exit 0 tpurun_as alice -C "$proj" runs --json
 python3 - "$OUT" "$(basename "$run_dir")" "$N" <<'PY'
 import json, sys
