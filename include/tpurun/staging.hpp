@@ -98,6 +98,9 @@ struct GcReport {
   std::size_t objects_removed = 0;
   std::uint64_t bytes_freed = 0;
   std::vector<std::string> errors;
+  // Set when <staging_root>/<user> cannot be used at all (not the caller's,
+  // a symlink, writable by others, no root): why, and how to fix it.
+  std::string refused;
 };
 
 // Removes the user's snapshots older than the cutoff (by the newer of the

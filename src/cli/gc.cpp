@@ -76,6 +76,7 @@ int run_gc(const GcOptions& o, Context& ctx) {
   request.dry_run = o.dry_run;
   request.in_use = snapshots_in_use(pod.logs_root, request.user);
   GcReport report = collect_garbage(request);
+  if (!report.refused.empty()) throw std::runtime_error(report.refused);
 
   if (o.json) {
     nlohmann::json kept = nlohmann::json::array();

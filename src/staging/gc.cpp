@@ -173,17 +173,16 @@ GcReport collect_garbage(const GcRequest& request) {
   GcReport report;
   if (request.user.empty() || request.user == "." || request.user == ".." ||
       request.user.find('/') != std::string::npos) {
-    report.errors.push_back("invalid user name: '" + request.user + "'");
+    report.refused = "invalid user name: '" + request.user + "'";
     return report;
   }
   auto user = open_own_path(request.staging_root, {request.user}, Create::never);
   if (!user) {
     const DirProblem& p = user.error();
     if (p.kind == DirProblem::Kind::missing && !p.parent) return report;  // nothing staged yet
-    report.errors.push_back(p.parent && !p.unsafe()
-                                ? "cannot open the staging root " + request.staging_root + ": " +
-                                      errno_text(p.err)
-                                : p.message());
+    report.refused = p.parent && !p.unsafe() ? "cannot open the staging root " +
+                                                     request.staging_root + ": " + errno_text(p.err)
+                                               : p.message();
     return report;
   }
   Collector collector(request, user->fd.get(), report);
