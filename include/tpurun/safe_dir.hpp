@@ -7,7 +7,10 @@
 // with the sticky bit (like /tmp). Each step is an openat(O_NOFOLLOW) relative
 // to the fd of the step before, so a name swapped in between is never
 // followed. See "Threat model: the shared mount" in docs/ownership.md.
+#include <sys/stat.h>
 #include <sys/types.h>
+
+#include <optional>
 
 #include <stdexcept>
 #include <string>
@@ -80,6 +83,10 @@ Result<SafeDir, DirProblem> open_own_dir(const SafeDir& parent, const std::strin
 // per-user dir) with kPrivateDirMode, the others with kOwnDirMode.
 Result<SafeDir, DirProblem> open_own_path(const std::string& root,
                                           const std::vector<std::string>& names, Create create);
+
+// The own-directory checks alone, on an lstat result (for a listing that
+// needs no fd of each entry): nullopt when it is the caller's own, private one.
+std::optional<DirProblem> check_own_dir(const struct stat& st, const std::string& path);
 
 // A name that is one path component: not empty, ".", ".." and without '/'.
 bool is_plain_name(const std::string& name);

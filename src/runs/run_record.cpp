@@ -148,11 +148,11 @@ std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::
     for (const std::string& run : dir_names(project_dir->fd.get())) {
       if (::fstatat(project_dir->fd.get(), run.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
         continue;
+      const std::string dir = base + "/" + project + "/" + run;
+      if (auto bad = check_own_dir(st, dir)) throw UnsafeDirError(*bad);
       std::string record = run + "/run.json";
       if (::fstatat(project_dir->fd.get(), record.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      auto run_dir = open_own_dir(*project_dir, run, Create::never);
-      if (!run_dir) throw UnsafeDirError(run_dir.error());
-      runs.emplace_back(run, base + "/" + project + "/" + run);
+      runs.emplace_back(run, dir);
     }
   }
   // Run ids start with the UTC time, so name order is time order.

@@ -96,6 +96,10 @@ std::string join(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
+std::optional<DirProblem> check_own_dir(const struct stat& st, const std::string& path) {
+  return check(st, path, false);
+}
+
 bool is_plain_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
          name.find('\0') == std::string::npos;
