@@ -49,6 +49,11 @@ std::vector<std::string> dir_names(int fd) {
   return names;
 }
 
+// A directory, not a symlink to one; `st` gets its lstat.
+bool is_real_dir(int dir_fd, const std::string& name, struct stat& st) {
+  return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
 }  // namespace
 
 std::string tag_slug(const std::string& tag) {
@@ -78,9 +83,9 @@ std::string create_log_dir(const std::string& logs_root, const std::string& user
   auto project_dir = open_own_path(logs_root, {user, project}, Create::if_missing);
   if (!project_dir) {
     const DirProblem& p = project_dir.error();
-    if (p.parent && !p.unsafe()) {
-      throw std::runtime_error(fmt::format("logs_root {} is not usable on this host ({}) — is the shared "
-                                           "(NFS) mount there?", logs_root, p.message()));
+    if (p.parent && p.kind == DirProblem::Kind::missing) {
+      throw std::runtime_error(fmt::format("logs_root {} is not a directory on this host — is the shared "
+                                           "(NFS) mount there?", logs_root));
     }
     throw UnsafeDirError(p);
   }
@@ -140,14 +145,12 @@ std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::
   const std::string base = logs_root + "/" + user;
   for (const std::string& project : dir_names(user_dir->fd.get())) {
     struct stat st {};
-    if (::fstatat(user_dir->fd.get(), project.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
-      continue;
+    if (!is_real_dir(user_dir->fd.get(), project, st)) continue;
     // Only the caller's own, private project dirs; anything else stops here.
     auto project_dir = open_own_dir(*user_dir, project, Create::never);
     if (!project_dir) throw UnsafeDirError(project_dir.error());
     for (const std::string& run : dir_names(project_dir->fd.get())) {
-      if (::fstatat(project_dir->fd.get(), run.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
-        continue;
+      if (!is_real_dir(project_dir->fd.get(), run, st)) continue;
       const std::string dir = base + "/" + project + "/" + run;
       if (auto bad = check_own_dir(st, dir)) throw UnsafeDirError(*bad);
       std::string record = run + "/run.json";
