@@ -9,6 +9,8 @@ namespace tpurun {
 
 // Throws UsageError (worker_select.hpp) naming the bad text.
 std::chrono::milliseconds parse_duration(const std::string& text);
+// A duration as the user would type it: 500 -> "500ms", 30000 -> "30s", 90000 -> "1m30s".
+std::string format_duration_ms(long long ms);
 // Compact age for tables: "45s", "12m", "2h03m", "3d04h".
 std::string format_age(long long seconds);
 // Binary units for sizes: 512 -> "512 B", 3250000 -> "3.1 MiB".

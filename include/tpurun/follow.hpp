@@ -1,6 +1,8 @@
 #pragma once
-// Following a run: tailing every worker's log on the shared logs root, and
-// knowing when each worker's job has ended.
+// Following a run from the dev VM: tailing every worker's log on the shared
+// logs root and the supervisor's messages, until the supervisor's state.json
+// says the run has ended. No SSH here: a stalled worker can never hold up the
+// others' output (liveness is the supervisor's job).
 #include <functional>
 #include <map>
 #include <optional>
@@ -11,13 +13,14 @@
 #include "tpurun/outcome.hpp"
 #include "tpurun/printer.hpp"
 #include "tpurun/run_record.hpp"
+#include "tpurun/run_state.hpp"
 #include "tpurun/transport.hpp"
 
 namespace tpurun {
 
 // Asks each worker which of its given pids are still alive: one short command
 // per worker. Result: worker index -> pid -> alive; a worker that could not be
-// asked is absent.
+// asked is absent. (For runs made before the supervisor existed.)
 using PidsByWorker = std::map<int, std::vector<int>>;
 std::map<int, std::map<int, bool>> pids_alive(Transport& transport, const std::vector<Worker>& workers,
                                               const PidsByWorker& pids, int fanout, const CancelToken& cancel);
@@ -25,34 +28,45 @@ std::map<int, std::map<int, bool>> pids_alive(Transport& transport, const std::v
 class LogFollower {
  public:
   LogFollower(std::string log_dir, std::vector<Worker> workers, LinePrinter& printer);
-  // Prints whatever was appended to the logs since the last call.
+  // Prints whatever was appended to the logs since the last call. Files stay
+  // open between calls, so following costs reads, not opens.
   void drain();
   // Prints last lines that had no newline.
   void flush();
-  // The jobs' states from the log dir's files (pending, running or exited).
-  std::vector<WorkerJob> jobs() const;
 
  private:
   struct Tail {
     Worker worker;
     std::string path;
+    int fd = -1;
     long long offset = 0;
     PrefixedSink sink;
   };
   std::string log_dir_;
   std::vector<Tail> tails_;
+
+ public:
+  ~LogFollower();
+  LogFollower(const LogFollower&) = delete;
+  LogFollower& operator=(const LogFollower&) = delete;
 };
 
 struct FollowResult {
-  std::vector<WorkerOutcome> outcomes;  // exit codes, or an error for lost/unknown jobs
-  bool interrupted = false;             // Ctrl-C: the jobs keep running
+  std::optional<RunState> state;  // the last state seen (final unless interrupted)
+  bool interrupted = false;       // Ctrl-C: the jobs keep running
 };
 
-// Tails the run until every selected worker's job has ended, or Ctrl-C.
-// Every `liveness_every` polls it asks the workers whether jobs without an
-// exit record are still alive, so a job killed with SIGKILL is not waited on
-// forever.
+struct FollowHooks {
+  // Called when the run has no live supervisor (it died, or never started);
+  // returns false when it could not start one.
+  std::function<bool()> watch_again;
+};
+
+// Tails the run until the supervisor records a final verdict, or Ctrl-C.
 FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& workers, LinePrinter& printer,
-                        Transport& transport, int fanout, const CancelToken& cancel, bool follow = true);
+                        const CancelToken& cancel, const FollowHooks& hooks);
+
+// The last `n` lines of a file (at most its last 64 KiB).
+std::vector<std::string> last_lines(const std::string& path, size_t n);
 
 }  // namespace tpurun

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tpurun/outcome.hpp"
 #include "tpurun/transport.hpp"
 #include "tpurun/worker.hpp"
 
@@ -19,6 +20,8 @@ struct LaunchSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;  // --env K=V, on top of the TPURUN_* variables
   int num_workers = 1;                     // TPURUN_NUM_WORKERS: the pod's worker count
+  int attempt = 1;                         // TPURUN_ATTEMPT; picks the attempt's pid/exit files
+  int max_attempts = 1;                    // > 1: each attempt starts with a header in the log
 };
 
 // The script (sent to `sh -s`) that launches the job on `worker` and prints
@@ -26,5 +29,13 @@ struct LaunchSpec {
 // connection, Ctrl-C or a dropped link never stops the job.
 RemoteCommand launch_command(const LaunchSpec& spec, const Worker& worker);
 std::optional<int> parse_launched_pid(const std::string& out);
+
+struct LaunchResult {
+  std::vector<WorkerOutcome> outcomes;  // per worker; a launcher that ran but failed is an error
+  std::map<int, int> pids;              // worker index -> job pid, for the workers where it started
+};
+// Launches the job on every worker in parallel (stage, and the supervisor's restarts).
+LaunchResult launch_on_workers(const LaunchSpec& spec, const std::vector<Worker>& workers, Transport& transport,
+                               int fanout, const CancelToken& cancel);
 
 }  // namespace tpurun

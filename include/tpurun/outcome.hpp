@@ -10,7 +10,9 @@
 
 namespace tpurun {
 
-enum class ErrorKind { connect, timeout, hostkey, auth, channel, interrupted, local };
+// timeout: the worker did not answer (connect, keepalives); deadline: the
+// command ran past exec --timeout and was stopped.
+enum class ErrorKind { connect, timeout, hostkey, auth, channel, interrupted, local, deadline };
 const char* to_string(ErrorKind kind);
 
 // The worker could not be reached, or the session broke.
@@ -38,7 +40,8 @@ struct WorkerOutcome {
 };
 
 // 0 when every worker exited 0; 255 when any worker could not be reached or
-// authenticated; 130 when interrupted; otherwise the largest remote exit code.
+// authenticated; 130 when interrupted; 124 (as timeout(1)) when a command ran
+// past its deadline; otherwise the largest remote exit code.
 int aggregate_exit_code(const std::vector<WorkerOutcome>& outcomes);
 
 // One line per worker that did not exit 0, e.g.

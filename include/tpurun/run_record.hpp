@@ -27,6 +27,11 @@ struct RunRecord {
   bool git_dirty = false;
   std::string tree_hash;
   std::string created_at;  // ISO 8601, UTC
+  // The gang rules the run's supervisor applies (stage's flags).
+  std::string on_failure = "stop";  // stop | continue
+  int restarts = 0;
+  long long lost_after_ms = 60000;
+  long long grace_ms = 10000;       // TERM → KILL when stopping the gang
 };
 
 // "lr=0.1" -> "lr0.1"; anything outside [A-Za-z0-9.-] becomes '-'.
@@ -56,7 +61,8 @@ struct WorkerJob {
   std::optional<int> pid;               // also the job's pgid: it leads its own session
   std::optional<int> exit_code;
 };
-WorkerJob read_worker_job(const std::string& log_dir, int worker);
+// The job files of one attempt (1-based; see job_file in run_state.hpp).
+WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt = 1);
 std::string worker_log_path(const std::string& log_dir, int worker);
 
 }  // namespace tpurun

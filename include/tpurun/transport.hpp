@@ -25,6 +25,9 @@ class OutputSink {
 struct RemoteCommand {
   std::string command_line;  // run by the remote user's shell, like ssh's command
   std::string stdin_data;    // sent, then EOF (the command always sees EOF)
+  // When > 0: past this many milliseconds the command is sent SIGTERM, then
+  // SIGKILL, and the result is a `timeout` error (exec --timeout, probes).
+  long long timeout_ms = 0;
 };
 
 // One open session to a worker. Used by one thread at a time.
@@ -33,7 +36,9 @@ class Connection {
   virtual ~Connection() = default;
   // Runs the command to completion, streaming output into `sink`. When `cancel`
   // fires, the command is sent SIGINT, then SIGTERM, and the channel closed;
-  // the result is then an `interrupted` error.
+  // the result is then an `interrupted` error. A worker that stops answering
+  // mid-command (frozen, or its link gone without a reset) is detected by SSH
+  // keepalives and reported as a `timeout` error within about 30s.
   virtual Result<CommandExit, TransportError> run(const RemoteCommand& command, OutputSink& sink,
                                                   const CancelToken& cancel) = 0;
 };

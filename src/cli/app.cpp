@@ -16,6 +16,7 @@
 #include "cli/runs.hpp"
 #include "cli/stage.hpp"
 #include "cli/status.hpp"
+#include "cli/supervise.hpp"
 #include "tpurun/config.hpp"
 #include "tpurun/suggest.hpp"
 #include "tpurun/worker_select.hpp"
@@ -53,8 +54,12 @@ void check_subcommand(int argc, char** argv, const CLI::App& app) {
     }
     if (arg.rfind("-", 0) == 0) continue;
     if (std::find(names.begin(), names.end(), arg) == names.end()) {
-      throw UsageError(fmt::format("unknown command '{}'{}; commands: {}", arg, did_you_mean(arg, names),
-                                   fmt::join(names, ", ")));
+      std::vector<std::string> shown;
+      for (const std::string& n : names) {
+        if (n.rfind('_', 0) != 0) shown.push_back(n);
+      }
+      throw UsageError(fmt::format("unknown command '{}'{}; commands: {}", arg, did_you_mean(arg, shown),
+                                   fmt::join(shown, ", ")));
     }
     return;
   }
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
   GcOptions gc;
   StatusOptions status;
   KillCommandOptions kill;
+  SuperviseOptions supervise;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -91,6 +97,7 @@ int main(int argc, char** argv) {
       {register_gc(app, gc), [&](Context& c) { return run_gc(gc, c); }},
       {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
+      {register_supervise(app, supervise), [&](Context& c) { return run_supervise(supervise, c); }},
   };
 
   SystemEnvironment env;

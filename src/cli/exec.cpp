@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/report.hpp"
+#include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
 #include "tpurun/gather.hpp"
 #include "tpurun/printer.hpp"
@@ -57,10 +58,16 @@ CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
   cmd->add_flag("--gather", o.gather, "Print identical outputs once, with the workers that produced them");
   cmd->add_flag("--json", o.json, "Print one JSON record per worker instead of streaming output");
   cmd->add_flag("--dry-run", o.dry_run, "Show the workers and the exact remote command; connect to nothing");
+  cmd->add_option("--timeout", o.timeout,
+                  "Stop the command on a worker that runs longer than this (e.g. 90s, 10m): SIGTERM, then "
+                  "SIGKILL; that worker reports a timeout")
+      ->allow_extra_args(false);
   cmd->add_option("command", o.argv, "The command and its arguments, after --; each arrives verbatim");
   cmd->footer(R"(Output lines are prefixed with their worker: [w3 10.0.0.5] ...
 Exit status: 0 if every worker exited 0; 255 if any worker could not be reached
-or authenticated; otherwise the largest remote exit code. 130 after Ctrl-C.
+or authenticated, or stopped answering mid-command (SSH keepalives, ~30s);
+124 if a command ran past --timeout; otherwise the largest remote exit code.
+130 after Ctrl-C. One worker's failure never stops the others.
 
 Examples:
   tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
@@ -68,6 +75,7 @@ Examples:
   tpurun exec --worker 1-3 --gather -- uname -r    # identical output printed once
   tpurun exec --script setup.sh                    # install packages, mount NFS everywhere
   tpurun exec -- bash -c 'cd /nfs/code && git pull'   # shell syntax needs an explicit shell
+  tpurun exec --timeout 2m -- python3 check_tpu.py   # a hung worker cannot block
   tpurun exec --json -- df -h /tmp | jq '.workers[] | {worker, exit_code}')");
   return cmd;
 }
@@ -87,7 +95,11 @@ int run_exec(const ExecOptions& o, Context& ctx) {
   }
   Target target = resolve_target(o.target, ctx);
   const std::string script_text = o.script.empty() ? "" : read_script(o.script);
-  const RemoteCommand command = build_exec_command(o, script_text);
+  RemoteCommand command = build_exec_command(o, script_text);
+  if (!o.timeout.empty()) {
+    command.timeout_ms = parse_duration(o.timeout).count();
+    if (command.timeout_ms <= 0) throw UsageError(fmt::format("--timeout {}: must be more than 0", o.timeout));
+  }
   if (o.dry_run) {
     print_dry_run(target, command, o.target.fanout, ctx.out);
     return 0;

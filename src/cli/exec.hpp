@@ -15,6 +15,7 @@ struct ExecOptions {
   bool gather = false;
   bool json = false;
   bool dry_run = false;
+  std::string timeout;  // --timeout DURATION, empty: none
 };
 
 CLI::App* register_exec(CLI::App& app, ExecOptions& options);

@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <ctime>
 
 #include "cli/identity.hpp"
@@ -12,9 +16,14 @@
 #include "cli/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/printer.hpp"
+#include "tpurun/run_record.hpp"
+#include "tpurun/run_state.hpp"
 #include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
+namespace {
+void stop_run_watcher(const PodConfig& pod, const std::string& run, LinePrinter& printer, Context& ctx);
+}  // namespace
 
 int parse_grace(const std::string& text) {
   const auto ms = parse_duration(text).count();
@@ -59,6 +68,29 @@ Examples:
   return cmd;
 }
 
+namespace {
+// kill --run: the run's watcher must neither restart the run nor report the
+// kill as a failure, so it gets a stop marker in the log dir first, and a
+// SIGTERM when it runs on this host.
+void stop_run_watcher(const PodConfig& pod, const std::string& run, LinePrinter& printer, Context& ctx) {
+  if (pod.logs_root.empty()) return;
+  std::string dir;
+  try {
+    dir = find_run_dir(pod.logs_root, local_user(ctx.env), run);
+  } catch (const std::exception&) {
+    return;  // not one of this user's recorded runs: kill by TPURUN_RUN_ID alone
+  }
+  int fd = ::open(stop_marker_path(dir).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) ::close(fd);
+  auto state = read_run_state(dir);
+  if (!state || is_final(state->verdict)) return;
+  if (supervisor_alive(*state, std::time(nullptr)) && ::kill(state->supervisor.pid, SIGTERM) == 0) {
+    printer.note(fmt::format("stopped the run's watcher (pid {}); it records the run as stopped",
+                             state->supervisor.pid));
+  }
+}
+}  // namespace
+
 int run_kill(const KillCommandOptions& o, Context& ctx) {
   if (o.force && !o.yes && !o.dry_run) {
     throw UsageError(
@@ -92,6 +124,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     };
   }
 
+  if (!o.run.empty() && !o.dry_run) stop_run_watcher(target.pod, o.run, printer, ctx);
   auto transport = ctx.make_transport(target.pod);
   printer.progress(
       fmt::format("{} on {} workers...", o.dry_run ? "scanning" : "killing", target.workers.size()));

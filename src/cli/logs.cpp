@@ -14,10 +14,13 @@ namespace tpurun::cli {
 CLI::App* register_logs(CLI::App& app, LogsOptions& o) {
   CLI::App* cmd = app.add_subcommand("logs", "Show a run's worker logs, with worker prefixes");
   cmd->add_option("run", o.run, "Run id (or a unique prefix, or 'last')")->required();
-  cmd->add_flag("-f,--follow", o.follow, "Keep printing new output until every worker's job has ended");
+  cmd->add_flag("-f,--follow", o.follow,
+                "Keep printing new output until the run ends, then summarize it; starts a new watcher when the "
+                "run's watcher is gone");
   cmd->add_option("-w,--worker", o.worker, "Only this worker's log");
   cmd->footer(R"(Logs live in <logs_root>/<user>/<project>/<run id>/workerN.log on the shared
-mount; this reads them directly. With -f, Ctrl-C stops following only.
+mount; this reads them directly. With -f, Ctrl-C stops following only, and the
+exit status is the run's (see tpurun stage --help).
 
 Examples:
   tpurun logs last -f
@@ -47,14 +50,13 @@ int run_logs(const LogsOptions& o, Context& ctx) {
                                  run.workers.size()));
   }
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  auto transport = ctx.make_transport(pod);
   if (!o.follow) {
     LogFollower follower(dir, workers, printer);
     follower.drain();
     follower.flush();
     return 0;
   }
-  return follow_to_end(run.run_id, dir, workers, printer, *transport, o.fanout, ctx);
+  return follow_to_end(run, workers, printer, ctx);
 }
 
 }  // namespace tpurun::cli

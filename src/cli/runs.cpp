@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <ctime>
 #include <map>
 
 #include "cli/identity.hpp"
 #include "cli/report.hpp"
 #include "tpurun/follow.hpp"
 #include "tpurun/run_record.hpp"
+#include "tpurun/run_state.hpp"
 #include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
@@ -17,8 +19,26 @@ namespace {
 
 struct RunView {
   RunRecord record;
-  std::vector<WorkerJob> jobs;
+  std::vector<WorkerJob> jobs;     // runs made before the watcher existed
+  std::optional<RunState> state;   // the watcher's view: one verdict, a state per worker
+  bool watched = false;
 };
+
+long long unix_now() { return static_cast<long long>(std::time(nullptr)); }
+
+// "failed: w3 exited 3 first", "running (attempt 2 of 3)", "running, unwatched".
+std::string verdict_text(const RunView& run) {
+  const RunState& s = *run.state;
+  std::string text = to_string(s.verdict);
+  if (s.first_failure && (s.verdict == RunVerdict::failed || s.verdict == RunVerdict::lost ||
+                          s.verdict == RunVerdict::restarting)) {
+    text += fmt::format(": w{} {} first", s.first_failure->worker,
+                        s.first_failure->how == "lost" ? "lost" : s.first_failure->detail);
+  }
+  if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);
+  if (!is_final(s.verdict) && !run.watched) text += ", UNWATCHED (tpurun logs RUN -f watches again)";
+  return text;
+}
 
 std::string job_label(const WorkerJob& job) {
   if (job.state == JobState::exited) return fmt::format("exited({})", *job.exit_code);
@@ -30,6 +50,7 @@ std::string job_label(const WorkerJob& job) {
 void check_liveness(std::vector<RunView>& runs, Context& ctx, int fanout) {
   std::map<std::string, std::vector<RunView*>> by_pod;
   for (RunView& run : runs) {
+    if (run.state) continue;  // the watcher keeps its state up to date
     for (const WorkerJob& job : run.jobs) {
       if (job.state == JobState::running) {
         by_pod[run.record.pod].push_back(&run);
@@ -77,6 +98,51 @@ std::string summarize(const std::vector<WorkerJob>& jobs) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::string summarize_states(const RunState& s) {
+  std::map<std::string, int> counts;
+  for (const WorkerStatus& w : s.workers) ++counts[to_string(w.state)];
+  std::vector<std::string> parts;
+  for (const auto& [label, n] : counts) parts.push_back(fmt::format("{} {}", n, label));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+nlohmann::json opt_int(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json run_to_json(const RunView& run) {
+  nlohmann::json workers = nlohmann::json::array();
+  nlohmann::json doc{{"run_id", run.record.run_id}, {"pod", run.record.pod}, {"created_at", run.record.created_at},
+                     {"command", run.record.command}, {"log_dir", run.record.log_dir},
+                     {"staged_dir", run.record.staged_dir}};
+  if (!run.state) {
+    for (const WorkerJob& job : run.jobs) {
+      workers.push_back({{"worker", job.worker}, {"state", to_string(job.state)}, {"pid", opt_int(job.pid)},
+                         {"exit_code", opt_int(job.exit_code)}});
+    }
+    doc["verdict"] = nullptr;
+    doc["workers"] = workers;
+    return doc;
+  }
+  const RunState& s = *run.state;
+  for (const WorkerStatus& w : s.workers) {
+    workers.push_back({{"worker", w.worker}, {"state", to_string(w.state)}, {"pid", opt_int(w.pid)},
+                       {"exit_code", opt_int(w.exit_code)}, {"detail", w.detail}});
+  }
+  doc["verdict"] = to_string(s.verdict);
+  doc["attempt"] = s.attempt;
+  doc["max_attempts"] = s.max_attempts;
+  doc["watched"] = run.watched;
+  doc["stopped_others"] = s.stopped_others;
+  doc["first_failure"] = nullptr;
+  if (s.first_failure) {
+    const GangFailure& f = *s.first_failure;
+    doc["first_failure"] = {{"worker", f.worker}, {"how", f.how}, {"exit_code", f.exit_code},
+                            {"signal", f.signal}, {"since", f.since}, {"detail", f.detail}};
+  }
+  doc["message"] = s.message;
+  doc["workers"] = workers;
+  return doc;
+}
+
 }  // namespace
 
 CLI::App* register_runs(CLI::App& app, RunsOptions& o) {
@@ -84,9 +150,13 @@ CLI::App* register_runs(CLI::App& app, RunsOptions& o) {
   cmd->add_option("-n,--limit", o.limit, "How many runs, newest first")->default_str("20");
   cmd->add_flag("--json", o.json, "Print the runs as JSON");
   cmd->add_flag("--no-check", o.no_check, "Read the log dirs only; don't ask the workers which jobs are alive");
-  cmd->footer(R"(States: running, exited(CODE), lost (no exit record and the process is gone:
-killed with SIGKILL or the host rebooted), unknown (the worker could not be asked),
-pending (not started yet).)");
+  cmd->footer(R"(Each run has one verdict, kept by its watcher: running, restarting, succeeded,
+failed (names the first failing worker), lost (a worker was lost first), or
+stopped (tpurun kill). Each worker: pending, running, succeeded, failed, lost,
+stopped (by tpurun, after another worker failed, or by kill) or restarting.
+UNWATCHED: the run's watcher is gone (killed, or its host restarted) while the
+run may still be going; `tpurun logs RUN -f` starts a new one.
+Runs made by older tpurun versions show exited(CODE), lost or unknown per worker.)");
   return cmd;
 }
 
@@ -97,7 +167,8 @@ int run_runs(const RunsOptions& o, Context& ctx) {
   for (const std::string& dir : list_run_dirs(pod.logs_root, local_user(ctx.env))) {
     if (static_cast<int>(runs.size()) >= o.limit) break;
     try {
-      RunView view{read_run_record(dir), {}};
+      RunView view{read_run_record(dir), {}, read_run_state(dir), false};
+      if (view.state && !is_final(view.state->verdict)) view.watched = supervisor_alive(*view.state, unix_now());
       for (const Worker& w : view.record.workers) view.jobs.push_back(read_worker_job(dir, w.index));
       runs.push_back(std::move(view));
     } catch (const std::exception& e) {
@@ -109,15 +180,7 @@ int run_runs(const RunsOptions& o, Context& ctx) {
   if (o.json) {
     nlohmann::json doc = nlohmann::json::array();
     for (const RunView& run : runs) {
-      nlohmann::json workers = nlohmann::json::array();
-      for (const WorkerJob& job : run.jobs) {
-        workers.push_back({{"worker", job.worker}, {"state", to_string(job.state)},
-                           {"pid", job.pid ? nlohmann::json(*job.pid) : nlohmann::json(nullptr)},
-                           {"exit_code", job.exit_code ? nlohmann::json(*job.exit_code) : nlohmann::json(nullptr)}});
-      }
-      doc.push_back({{"run_id", run.record.run_id}, {"pod", run.record.pod}, {"created_at", run.record.created_at},
-                     {"command", run.record.command}, {"log_dir", run.record.log_dir},
-                     {"staged_dir", run.record.staged_dir}, {"workers", workers}});
+      doc.push_back(run_to_json(run));
     }
     print_json(ctx.out, {{"runs", doc}});
     return 0;
@@ -131,7 +194,7 @@ int run_runs(const RunsOptions& o, Context& ctx) {
     std::string command = fmt::format("{}", fmt::join(run.record.command, " "));
     if (command.size() > 30) command = command.substr(0, 27) + "...";
     fmt::print(ctx.out, "{:<44} {:<20} {:<30} {}\n", run.record.run_id, run.record.created_at, command,
-               summarize(run.jobs));
+               run.state ? verdict_text(run) + " — " + summarize_states(*run.state) : summarize(run.jobs));
   }
   return 0;
 }

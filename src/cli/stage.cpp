@@ -15,12 +15,20 @@
 #include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
 #include "tpurun/launch.hpp"
+#include "tpurun/atomic_file.hpp"
+#include "tpurun/run_env.hpp"
+#include "tpurun/run_state.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/staging.hpp"
 #include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
 namespace {
+
+struct GangFlags {
+  long long lost_after_ms = 60000;
+  long long grace_ms = 10000;
+};
 
 std::map<std::string, std::string> parse_env(const std::vector<std::string>& pairs) {
   std::map<std::string, std::string> env;
@@ -80,6 +88,15 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
   cmd->add_flag("--skip-preflight", o.skip_preflight, "Don't check who holds the TPU before launching");
   cmd->add_flag("--kill-previous", o.kill_previous, "Kill your own jobs that hold the TPU first (like tpurun kill)");
+  cmd->add_option("--on-failure", o.on_failure,
+                  "stop: when one worker fails or is lost, stop the run on every worker (a TPU pod makes "
+                  "no progress without all of them); continue: let the others run on")
+      ->default_str("stop");
+  cmd->add_option("--restarts", o.restarts, "After a failure, relaunch the whole run up to N times (TPURUN_ATTEMPT)")
+      ->default_str("0");
+  cmd->add_option("--lost-after", o.lost_after, "A worker unreachable for this long counts as lost")
+      ->default_str("60s");
+  cmd->add_option("--grace", o.grace, "When stopping the run: time between SIGTERM and SIGKILL")->default_str("10s");
   cmd->add_option("command", o.argv, "The command to run in the snapshot on every worker, after --");
   cmd->footer(R"(What happens:
   1. checks that no one holds the TPU on the selected workers (see tpurun status);
@@ -90,19 +107,59 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   4. starts the command in the snapshot on every worker, detached from SSH:
      Ctrl-C or a dropped connection never stops it. Each worker logs to
      workerN.log and records its pid and exit code there;
-  5. tails every worker's log until all have ended (unless --detach).
-The job sees TPURUN_RUN_ID, TPURUN_LOG_DIR, TPURUN_WORKER, TPURUN_NUM_WORKERS.
+  5. starts the run's watcher, a detached tpurun process on this host, so the
+     rules below hold with no client attached (--detach, Ctrl-C, a closed
+     SSH session, even a SIGKILLed client);
+  6. tails every worker's log until the run ends (unless --detach), then
+     prints one summary.
+The job sees TPURUN_RUN_ID, TPURUN_LOG_DIR, TPURUN_WORKER, TPURUN_NUM_WORKERS
+and TPURUN_ATTEMPT (1, then 2, ... on restarts).
+
+A run is a gang: when any worker's job exits non-zero or is lost (its host
+unreachable for --lost-after, or its job gone without an exit record), the
+watcher stops the run on every other worker: your processes only, whole
+trees, SIGTERM, then SIGKILL after --grace. A worker that exits 0 stops nobody.
+With --restarts N the whole run is then relaunched from the same snapshot into
+the same log dir, once every worker is reachable and free again (backing off
+2s, 4s, 8s, ...). Exit status: 0 when every worker exited 0; the first failing
+worker's exit code; 255 when it was lost; 130 when you only detached.
+
+Resuming from a checkpoint on restart:
+  tpurun stage --restarts 3 -- sh -c 'python3 main.py ${TPURUN_ATTEMPT#1}'
+  # in main.py: if int(os.environ["TPURUN_ATTEMPT"]) > 1: restore the latest checkpoint
 
 Examples:
   tpurun stage -- python3 main.py --config=configs/tpu.py
   tpurun stage --tag b1024 --tag lr=0.1 --env WANDB_MODE=offline -- python3 main.py
   tpurun stage --detach --json -- python3 main.py | jq -r .run_id
+  tpurun stage --restarts 2 --lost-after 2m -- python3 main.py --resume=auto
+  tpurun stage --on-failure continue -- python3 eval_shard.py   # independent workers
   tpurun logs RUN -f       # reattach          tpurun kill --run RUN    # stop)");
   return cmd;
 }
 
+GangFlags parse_gang_flags(const StageOptions& o) {
+  if (o.on_failure != "stop" && o.on_failure != "continue") {
+    throw UsageError(fmt::format("--on-failure {}: use stop (the default: one failure stops the whole run) or "
+                                 "continue", o.on_failure));
+  }
+  if (o.restarts < 0 || o.restarts > 1000) {
+    throw UsageError(fmt::format("--restarts {}: give a count from 0 (no restarts) to 1000", o.restarts));
+  }
+  GangFlags flags;
+  flags.lost_after_ms = parse_duration(o.lost_after).count();
+  if (flags.lost_after_ms < 1000) {
+    throw UsageError(fmt::format("--lost-after {}: must be at least 1s (a worker is lost after being "
+                                 "unreachable this long)", o.lost_after));
+  }
+  flags.grace_ms = parse_duration(o.grace).count();
+  if (flags.grace_ms > 3600 * 1000LL) throw UsageError(fmt::format("--grace {}: at most 1h", o.grace));
+  return flags;
+}
+
 int run_stage(const StageOptions& o, Context& ctx) {
   if (o.argv.empty()) throw UsageError("nothing to run: give the command after -- (see tpurun stage --help)");
+  const GangFlags gang = parse_gang_flags(o);
   const auto env = parse_env(o.env);
   Target target = resolve_target(o.target, ctx);
   require_roots(target.pod);
@@ -148,37 +205,46 @@ int run_stage(const StageOptions& o, Context& ctx) {
   record.git_dirty = staged.git.dirty;
   record.tree_hash = staged.tree_hash;
   record.created_at = iso8601_utc(now);
+  record.on_failure = o.on_failure;
+  record.restarts = o.restarts;
+  record.lost_after_ms = gang.lost_after_ms;
+  record.grace_ms = gang.grace_ms;
   write_run_record(record, staged.git.diff);
+  if (!env.empty() && o.restarts > 0) save_run_env(run_env_dir(ctx), record.run_id, env);
   printer.note(fmt::format("run {} → {}", record.run_id, record.log_dir));
 
   LaunchSpec spec{record.run_id, record.log_dir, staged.dir, o.argv, env,
-                  static_cast<int>(target.pod.workers.size())};
-  FanoutPlan plan;
-  plan.workers = target.workers;
-  plan.fanout = o.target.fanout;
-  plan.capture = true;
-  plan.command_for = [&spec](const Worker& w) { return launch_command(spec, w); };
-  auto launches = run_on_workers(plan, *transport, {}, ctx.cancel);
-
+                  static_cast<int>(target.pod.workers.size()), 1, 1 + o.restarts};
+  LaunchResult launched = launch_on_workers(spec, target.workers, *transport, o.target.fanout, ctx.cancel);
+  std::vector<WorkerOutcome>& launches = launched.outcomes;
   std::vector<Worker> running;
   nlohmann::json json_workers = nlohmann::json::array();
-  for (WorkerOutcome& launch : launches) {
-    auto pid = launch.ok() ? parse_launched_pid(launch.out) : std::nullopt;
-    if (pid) running.push_back(launch.worker);
-    if (!pid && launch.exit()) {  // the launcher ran but failed: its stderr says why
-      std::string why = launch.err.empty() ? "the launcher failed" : launch.err;
-      while (!why.empty() && why.back() == '\n') why.pop_back();
-      launch.result = TransportError{ErrorKind::channel, "launch failed: " + why};
-    }
+  for (const WorkerOutcome& launch : launches) {
+    auto pid = launched.pids.find(launch.worker.index);
+    if (pid != launched.pids.end()) running.push_back(launch.worker);
     json_workers.push_back({{"worker", launch.worker.index}, {"host", launch.worker.host},
-                            {"pid", pid ? nlohmann::json(*pid) : nlohmann::json(nullptr)},
+                            {"pid", pid != launched.pids.end() ? nlohmann::json(pid->second) : nlohmann::json(nullptr)},
                             {"error", launch.error() ? nlohmann::json(launch.error()->message) : nlohmann::json(nullptr)}});
   }
+  // A worker where the job did not start has failed, as far as the gang goes:
+  // its log says why and its exit record says 255, so the watcher and `runs`
+  // see it like any other failure.
+  for (const WorkerOutcome& launch : launches) {
+    if (launched.pids.count(launch.worker.index)) continue;
+    const std::string why = launch.error() ? launch.error()->message : "the job did not start";
+    std::FILE* log = std::fopen(worker_log_path(record.log_dir, launch.worker.index).c_str(), "a");
+    if (log) {
+      fmt::print(log, "tpurun: the job did not start on {}: {}\n", launch.worker.display(), why);
+      std::fclose(log);
+    }
+    write_file_atomic(job_file(record.log_dir, launch.worker.index, 1, "exit"), "255\n");
+  }
+  const int watcher = start_watcher(record, ctx);
   if (running.size() < launches.size()) {
     print_failure_summary(printer, launches);
     if (!running.empty()) {
-      printer.note(fmt::format("the job runs on {} workers only; a multi-host job may wait for the missing ones. "
-                               "Stop it with: tpurun kill --run {}", running.size(), record.run_id));
+      printer.note(fmt::format("the job started on {} of {} workers only; the watcher counts the others as failed "
+                               "(on failure: {})", running.size(), launches.size(), o.on_failure));
     }
   } else {
     printer.note(fmt::format("launched on {} workers (detached; Ctrl-C only stops following)", running.size()));
@@ -186,16 +252,14 @@ int run_stage(const StageOptions& o, Context& ctx) {
 
   if (o.json) {
     nlohmann::json doc{{"run_id", record.run_id}, {"staged_dir", staged.dir}, {"log_dir", record.log_dir},
-                       {"workers", json_workers}};
+                       {"watcher_pid", watcher}, {"workers", json_workers}};
     print_json(ctx.out, doc);
   }
-  if (running.empty()) return 255;
-  if (o.detach || o.json) {
+  if (o.detach || o.json || running.empty()) {
     if (!o.json) printer.note(fmt::format("follow: tpurun logs {} -f   stop: tpurun kill --run {}", record.run_id, record.run_id));
     return running.size() < launches.size() ? 255 : 0;
   }
-  int code = follow_to_end(record.run_id, record.log_dir, running, printer, *transport, o.target.fanout, ctx);
-  return running.size() < launches.size() && code != 130 ? 255 : code;
+  return follow_to_end(record, record.workers, printer, ctx);
 }
 
 }  // namespace tpurun::cli

@@ -17,6 +17,11 @@ struct StageOptions {
   bool dry_run = false;
   bool skip_preflight = false;
   bool kill_previous = false;
+  // The gang rules (docs/runs.md).
+  std::string on_failure = "stop";  // stop | continue
+  int restarts = 0;
+  std::string lost_after = "60s";
+  std::string grace = "10s";
   std::vector<std::string> argv;  // after --
 };
 

@@ -14,6 +14,7 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::channel: return "channel";
     case ErrorKind::interrupted: return "interrupted";
     case ErrorKind::local: return "local";
+    case ErrorKind::deadline: return "deadline";
   }
   return "unknown";
 }
@@ -26,10 +27,12 @@ bool WorkerOutcome::ok() const {
 int aggregate_exit_code(const std::vector<WorkerOutcome>& outcomes) {
   bool unreachable = false;
   bool interrupted = false;
+  bool deadline = false;
   int worst = 0;
   for (const WorkerOutcome& o : outcomes) {
     if (const TransportError* e = o.error()) {
       if (e->kind == ErrorKind::interrupted) interrupted = true;
+      else if (e->kind == ErrorKind::deadline) deadline = true;
       else unreachable = true;
     } else if (o.exit()->code > worst) {
       worst = o.exit()->code;
@@ -37,6 +40,7 @@ int aggregate_exit_code(const std::vector<WorkerOutcome>& outcomes) {
   }
   if (unreachable) return 255;
   if (interrupted) return 130;
+  if (deadline) return 124;
   return worst;
 }
 

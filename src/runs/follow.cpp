@@ -12,6 +12,49 @@
 #include "tpurun/fanout.hpp"
 
 namespace tpurun {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The supervisor's log lines ("<time> text") become tpurun notes.
+class WatcherNotes : public OutputSink {
+ public:
+  explicit WatcherNotes(LinePrinter& printer) : printer_(printer) {}
+  void write(Stream, std::string_view data) override {
+    pending_.append(data);
+    size_t nl;
+    while ((nl = pending_.find('\n')) != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      size_t space = line.find(' ');
+      if (space != std::string::npos && line.size() > 20 && line[4] == '-') line.erase(0, space + 1);
+      printer_.note("watcher: " + line);
+    }
+  }
+
+ private:
+  LinePrinter& printer_;
+  std::string pending_;
+};
+
+// Reads what was appended to `path` since `offset` into `sink`.
+void drain_file(const std::string& path, int& fd, long long& offset, OutputSink& sink) {
+  if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;  // not created yet
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::pread(fd, buf, sizeof buf, offset)) > 0) {
+    sink.write(Stream::out, std::string_view(buf, static_cast<size_t>(n)));
+    offset += n;
+  }
+}
+
+long long unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 std::map<int, std::map<int, bool>> pids_alive(Transport& transport, const std::vector<Worker>& workers,
                                               const PidsByWorker& pids, int fanout, const CancelToken& cancel) {
@@ -24,7 +67,7 @@ std::map<int, std::map<int, bool>> pids_alive(Transport& transport, const std::v
   plan.command_for = [&pids](const Worker& w) {
     return RemoteCommand{fmt::format("for p in {}; do if [ -d /proc/$p ]; then echo \"$p 1\"; else echo \"$p 0\"; fi; done",
                                      fmt::join(pids.at(w.index), " ")),
-                         ""};
+                         "", 15000};
   };
   std::map<int, std::map<int, bool>> alive;
   for (const WorkerOutcome& o : run_on_workers(plan, transport, {}, cancel)) {
@@ -42,28 +85,18 @@ LogFollower::LogFollower(std::string log_dir, std::vector<Worker> workers, LineP
   tails_.reserve(workers.size());
   for (Worker& w : workers) {
     std::string path = worker_log_path(log_dir_, w.index);
-    tails_.push_back(Tail{w, path, 0, PrefixedSink(printer, w)});
+    tails_.push_back(Tail{w, path, -1, 0, PrefixedSink(printer, w)});
+  }
+}
+
+LogFollower::~LogFollower() {
+  for (Tail& tail : tails_) {
+    if (tail.fd >= 0) ::close(tail.fd);
   }
 }
 
 void LogFollower::drain() {
-  char buf[65536];
-  for (Tail& tail : tails_) {
-    int fd = ::open(tail.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;  // not created yet
-    ssize_t n;
-    while ((n = ::pread(fd, buf, sizeof buf, tail.offset)) > 0) {
-      tail.sink.write(Stream::out, std::string_view(buf, static_cast<size_t>(n)));
-      tail.offset += n;
-    }
-    ::close(fd);
-  }
-}
-
-std::vector<WorkerJob> LogFollower::jobs() const {
-  std::vector<WorkerJob> jobs;
-  for (const Tail& tail : tails_) jobs.push_back(read_worker_job(log_dir_, tail.worker.index));
-  return jobs;
+  for (Tail& tail : tails_) drain_file(tail.path, tail.fd, tail.offset, tail.sink);
 }
 
 void LogFollower::flush() {
@@ -71,56 +104,64 @@ void LogFollower::flush() {
 }
 
 FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& workers, LinePrinter& printer,
-                        Transport& transport, int fanout, const CancelToken& cancel, bool follow) {
-  using namespace std::chrono_literals;
-  constexpr int kPollsPerLivenessCheck = 25;  // ~5s at 200ms per poll
+                        const CancelToken& cancel, const FollowHooks& hooks) {
   LogFollower follower(log_dir, workers, printer);
-  std::map<int, int> dead_checks;  // worker -> times its pid was seen dead with no exit record
+  WatcherNotes notes(printer);
+  int notes_fd = -1;
+  long long notes_offset = 0;
   FollowResult result;
-  for (int poll = 1;; ++poll) {
+  auto unwatched_since = std::chrono::steady_clock::now();
+  bool unwatched = false;
+  for (;;) {
     follower.drain();
-    std::vector<WorkerJob> jobs = follower.jobs();
-    PidsByWorker unsure;
-    bool done = true;
-    for (const WorkerJob& job : jobs) {
-      if (job.state == JobState::exited || dead_checks[job.worker] >= 2) continue;
-      done = false;
-      if (job.pid) unsure[job.worker] = {*job.pid};
-    }
-    if (done || !follow) break;
+    drain_file(log_dir + "/supervisor.log", notes_fd, notes_offset, notes);
+    result.state = read_run_state(log_dir);
+    if (result.state && is_final(result.state->verdict)) break;
     if (cancel.cancelled()) {
       result.interrupted = true;
       break;
     }
-    if (poll % kPollsPerLivenessCheck == 0 && !unsure.empty()) {
-      auto alive = pids_alive(transport, workers, unsure, fanout, cancel);
-      for (const auto& [worker, pids] : unsure) {
-        auto row = alive.find(worker);
-        bool dead = row != alive.end() && row->second.count(pids[0]) && !row->second.at(pids[0]);
-        int& seen = dead_checks[worker];
-        seen = dead ? seen + 1 : 0;  // twice in a row: the wrapper had time to write its record
+    // No live watcher for a while (it was killed, or the dev VM restarted): start one.
+    const bool watched = result.state && supervisor_alive(*result.state, unix_now());
+    if (watched) {
+      unwatched = false;
+    } else if (!unwatched) {
+      unwatched = true;
+      unwatched_since = std::chrono::steady_clock::now();
+    } else if (hooks.watch_again && std::chrono::steady_clock::now() - unwatched_since > 3s) {
+      printer.note("this run has no watcher (it was stopped or died): starting one");
+      if (!hooks.watch_again()) {
+        printer.note("could not start a watcher; following the logs only");
       }
+      unwatched = false;
+      unwatched_since = std::chrono::steady_clock::now() + 30s;
     }
     std::this_thread::sleep_for(200ms);
   }
   follower.drain();
   follower.flush();
-  for (const WorkerJob& job : follower.jobs()) {
-    WorkerOutcome o;
-    for (const Worker& w : workers) {
-      if (w.index == job.worker) o.worker = w;
-    }
-    if (job.state == JobState::exited) {
-      o.result = CommandExit{*job.exit_code, std::nullopt};
-    } else if (dead_checks[job.worker] >= 2) {
-      o.result = TransportError{ErrorKind::channel,
-                                "the job ended without an exit record (killed with SIGKILL, or the host rebooted)"};
-    } else {
-      o.result = TransportError{ErrorKind::interrupted, "still running"};
-    }
-    result.outcomes.push_back(std::move(o));
-  }
+  drain_file(log_dir + "/supervisor.log", notes_fd, notes_offset, notes);
+  if (notes_fd >= 0) ::close(notes_fd);
   return result;
+}
+
+std::vector<std::string> last_lines(const std::string& path, size_t n) {
+  std::vector<std::string> lines;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return lines;
+  off_t size = ::lseek(fd, 0, SEEK_END);
+  off_t start = size > 65536 ? size - 65536 : 0;
+  std::string text(static_cast<size_t>(size - start), '\0');
+  ssize_t got = ::pread(fd, text.data(), text.size(), start);
+  ::close(fd);
+  if (got <= 0) return lines;
+  text.resize(static_cast<size_t>(got));
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  if (start > 0 && !lines.empty()) lines.erase(lines.begin());  // cut mid-line
+  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<long>(n));
+  return lines;
 }
 
 }  // namespace tpurun

@@ -2,41 +2,53 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <sstream>
 
+#include "tpurun/run_state.hpp"
 #include "tpurun/shell_quote.hpp"
 
 namespace tpurun {
 namespace {
 
-// Runs on the worker under `sh -s`. The variables and "$@" are set by the
-// generated header. Layout of the processes it leaves behind:
+// Runs on the worker under `sh -s`; the script itself arrives on stdin, so
+// nothing in it shows in any process's argv. The generated header sets the
+// variables, `job_env` (export lines, values quoted: the --env values live
+// only there and in the job's environment, never in an argv) and "$@" (the
+// command). Layout of the processes it leaves behind:
 //   wrapper  (setsid: own session, no TPURUN_* env, so `tpurun kill` spares it)
 //     └ job  (setsid again: pid = pgid = sid; what `tpurun kill` signals)
 // The wrapper waits for the job and records its exit code, even when the job
 // is killed by a signal, so the log dir always says how each worker ended.
+// It writes only inside the log dir, and only once it has checked that the
+// dir is the user's own and closed to other users' writes.
 constexpr const char* kLauncherBody = R"SH(
 log="$logdir/worker$worker.log"
-pidf="$logdir/worker$worker.pid"
-exitf="$logdir/worker$worker.exit"
 if [ ! -d "$logdir" ]; then
   echo "log dir $logdir is not visible on this worker: is the shared (NFS) mount there?" >&2; exit 98
+fi
+if [ -L "$logdir" ] || [ ! -O "$logdir" ] || [ -n "$(find "$logdir" -maxdepth 0 -perm /022 2>/dev/null)" ]; then
+  echo "log dir $logdir is not $(id -un)'s own, or others may write to it: refusing to write there" >&2; exit 94
 fi
 if ! cd "$snapshot" 2>/dev/null; then
   echo "snapshot $snapshot is not visible on this worker: is the shared (NFS) mount there?" >&2; exit 97
 fi
 command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is missing on this worker" >&2; exit 96; }
-export pidf exitf
+if [ "$max_attempts" -gt 1 ]; then
+  printf '==== tpurun: attempt %s of %s on %s at %s ====\n' "$attempt" "$max_attempts" "$(hostname)" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$log"
+fi
+export pidf exitf job_env
 setsid sh -c '
   trap ":" HUP INT TERM
-  setsid env "$@" &
+  ( eval "$job_env"; unset job_env pidf exitf; exec setsid "$@" ) &
   job=$!
-  echo "$job $job" > "$pidf.tmp" && mv "$pidf.tmp" "$pidf"
+  echo "$job $job" > "$pidf.tmp$$" && mv -f "$pidf.tmp$$" "$pidf"
   while :; do
     wait "$job"; code=$?
     kill -0 "$job" 2>/dev/null || break
   done
-  echo "$code" > "$exitf.tmp" && mv "$exitf.tmp" "$exitf"
+  echo "$code" > "$exitf.tmp$$" && mv -f "$exitf.tmp$$" "$exitf"
 ' tpurun-wrapper "$@" </dev/null >>"$log" 2>&1 &
 tries=0
 while [ ! -s "$pidf" ]; do
@@ -48,22 +60,32 @@ read -r pid _ < "$pidf"
 echo "TPURUN-LAUNCHED $pid"
 )SH";
 
+std::string export_line(const std::string& key, const std::string& value) {
+  return "export " + key + "=" + shell_quote(value) + "\n";
+}
+
 }  // namespace
 
 RemoteCommand launch_command(const LaunchSpec& spec, const Worker& worker) {
+  std::string job_env;
+  job_env += export_line("TPURUN_RUN_ID", spec.run_id);
+  job_env += export_line("TPURUN_LOG_DIR", spec.log_dir);
+  job_env += export_line("TPURUN_WORKER", std::to_string(worker.index));
+  job_env += export_line("TPURUN_NUM_WORKERS", std::to_string(spec.num_workers));
+  job_env += export_line("TPURUN_STAGED_DIR", spec.staged_dir);
+  job_env += export_line("TPURUN_ATTEMPT", std::to_string(spec.attempt));
+  for (const auto& [key, value] : spec.env) job_env += export_line(key, value);
+
   std::ostringstream script;
   script << "set -u\n";
   script << "logdir=" << shell_quote(spec.log_dir) << "\n";
   script << "snapshot=" << shell_quote(spec.staged_dir) << "\n";
   script << "worker=" << worker.index << "\n";
-  // `env` assignments ahead of the command: only the job sees them.
-  std::vector<std::string> args = {
-      "TPURUN_RUN_ID=" + spec.run_id, "TPURUN_LOG_DIR=" + spec.log_dir,
-      "TPURUN_WORKER=" + std::to_string(worker.index), "TPURUN_NUM_WORKERS=" + std::to_string(spec.num_workers),
-      "TPURUN_STAGED_DIR=" + spec.staged_dir};
-  for (const auto& [key, value] : spec.env) args.push_back(key + "=" + value);
-  args.insert(args.end(), spec.command.begin(), spec.command.end());
-  script << "set -- " << shell_join(args) << "\n";
+  script << "attempt=" << spec.attempt << " max_attempts=" << spec.max_attempts << "\n";
+  script << "pidf=" << shell_quote(job_file(spec.log_dir, worker.index, spec.attempt, "pid")) << "\n";
+  script << "exitf=" << shell_quote(job_file(spec.log_dir, worker.index, spec.attempt, "exit")) << "\n";
+  script << "job_env=" << shell_quote(job_env) << "\n";
+  script << "set -- " << shell_join(spec.command) << "\n";
   script << kLauncherBody;
   return {"exec sh -s", script.str()};
 }

@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "tpurun/atomic_file.hpp"
+#include "tpurun/run_state.hpp"
 #include "tpurun/safe_dir.hpp"
 #include "tpurun/suggest.hpp"
 
@@ -103,7 +104,9 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
                      {"env", r.env},             {"tags", r.tags},
                      {"staged_dir", r.staged_dir}, {"log_dir", r.log_dir},
                      {"git", {{"sha", r.git_sha}, {"branch", r.git_branch}, {"dirty", r.git_dirty}}},
-                     {"tree_hash", r.tree_hash}, {"created_at", r.created_at}};
+                     {"tree_hash", r.tree_hash}, {"created_at", r.created_at},
+                     {"gang", {{"on_failure", r.on_failure}, {"restarts", r.restarts},
+                               {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms}}}};
   write_file_atomic(r.log_dir + "/run.json",
                     doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!git_diff.empty()) write_file_atomic(r.log_dir + "/git.diff", git_diff);
@@ -132,6 +135,13 @@ RunRecord read_run_record(const std::string& log_dir) {
     }
     r.tree_hash = doc.value("tree_hash", "");
     r.created_at = doc.value("created_at", "");
+    if (doc.contains("gang") && doc["gang"].is_object()) {
+      const auto& g = doc["gang"];
+      r.on_failure = g.value("on_failure", "stop");
+      r.restarts = g.value("restarts", 0);
+      r.lost_after_ms = g.value("lost_after_ms", 60000LL);
+      r.grace_ms = g.value("grace_ms", 10000LL);
+    }
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("{}: unreadable run record: {}", path, e.what()));
@@ -196,16 +206,16 @@ std::string worker_log_path(const std::string& log_dir, int worker) {
   return fmt::format("{}/worker{}.log", log_dir, worker);
 }
 
-WorkerJob read_worker_job(const std::string& log_dir, int worker) {
+WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt) {
   WorkerJob job;
   job.worker = worker;
-  std::istringstream pid_text(read_small_file(fmt::format("{}/worker{}.pid", log_dir, worker)));
+  std::istringstream pid_text(read_small_file(job_file(log_dir, worker, attempt, "pid")));
   int pid = 0;
   if (pid_text >> pid) {
     job.pid = pid;
     job.state = JobState::running;
   }
-  std::istringstream exit_text(read_small_file(fmt::format("{}/worker{}.exit", log_dir, worker)));
+  std::istringstream exit_text(read_small_file(job_file(log_dir, worker, attempt, "exit")));
   int code = 0;
   if (exit_text >> code) {
     job.exit_code = code;

@@ -32,7 +32,8 @@ std::string this_host() {
   return name;
 }
 
-// Field 22 of /proc/PID/stat: the start time in clock ticks since boot.
+// Field 22 of /proc/PID/stat: the start time in clock ticks since boot;
+// nullopt for a process that is gone or a zombie.
 std::optional<long long> process_start(int pid) {
   std::string stat = read_small_file(fmt::format("/proc/{}/stat", pid));
   size_t close = stat.rfind(')');
@@ -40,6 +41,7 @@ std::optional<long long> process_start(int pid) {
   std::istringstream fields(stat.substr(close + 2));
   std::string field;
   for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 3 && (field == "Z" || field == "X")) return std::nullopt;  // dead, not yet reaped
     if (i == 22) return std::strtoll(field.c_str(), nullptr, 10);
   }
   return std::nullopt;

@@ -1,10 +1,13 @@
 #include "transport/ssh_connection.hpp"
 
 #include <libssh/callbacks.h>
+#include <libssh/server.h>  // ssh_send_keepalive, which clients may use too
 
 #include <chrono>
 #include <cstring>
 #include <fmt/format.h>
+
+#include "tpurun/duration.hpp"
 
 namespace tpurun {
 namespace {
@@ -14,6 +17,7 @@ using Clock = std::chrono::steady_clock;
 // Channel state filled in by libssh callbacks while the event loop runs.
 struct ChannelState {
   OutputSink* sink = nullptr;
+  Clock::time_point last_heard = Clock::now();
   bool closed = false;
   bool have_status = false;
   int exit_status = 0;
@@ -22,6 +26,7 @@ struct ChannelState {
 
 int on_data(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr, void* user) {
   auto* state = static_cast<ChannelState*>(user);
+  state->last_heard = Clock::now();
   state->sink->write(is_stderr ? Stream::err : Stream::out,
                      std::string_view(static_cast<const char*>(data), len));
   return static_cast<int>(len);
@@ -49,20 +54,59 @@ TransportError channel_error(const Worker& worker, ssh_session session, const ch
 }
 
 // Ctrl-C: ask the command to stop the way a terminal would, then harder, then
-// give up on the channel. Returns true once the channel should be abandoned.
-bool escalate(ssh_channel channel, Clock::time_point since, int& stage) {
+// give up on the channel (a timeout starts at TERM and ends with KILL).
+// Returns true once the channel should be abandoned.
+bool escalate(ssh_channel channel, Clock::time_point since, int& stage, bool timeout) {
   const auto waited = Clock::now() - since;
   if (stage == 0) {
-    ssh_channel_request_send_signal(channel, "INT");
+    ssh_channel_request_send_signal(channel, timeout ? "TERM" : "INT");
     stage = 1;
-  } else if (stage == 1 && waited > std::chrono::seconds(1)) {
-    ssh_channel_request_send_signal(channel, "TERM");
+  } else if (stage == 1 && waited > std::chrono::seconds(timeout ? 2 : 1)) {
+    ssh_channel_request_send_signal(channel, timeout ? "KILL" : "TERM");
     stage = 2;
-  } else if (stage == 2 && waited > std::chrono::seconds(3)) {
+  } else if (stage == 2 && waited > std::chrono::seconds(4)) {
     return true;
   }
   return false;
 }
+
+// SSH keepalives (keepalive@openssh.com with want_reply): a worker whose
+// processes are stopped still ACKs at the TCP level, so only a reply from sshd
+// proves it is alive. libssh waits for the reply inside ssh_send_keepalive for
+// at most the session timeout and does not say whether it came, so a call
+// that used up that whole wait counts as a missed reply.
+class KeepaliveProbe {
+ public:
+  static constexpr auto kIdle = std::chrono::seconds(10);  // silence before the first probe
+  static constexpr long kWaitS = 5;                        // per probe
+  static constexpr int kMisses = 3;                        // ~25s of silence, then lost
+
+  // Returns false once the worker has missed kMisses replies in a row.
+  bool check(ssh_session session, ChannelState& state) {
+    const auto now = Clock::now();
+    if (now - state.last_heard < kIdle) {
+      misses_ = 0;
+      return true;
+    }
+    if (now - last_probe_ < std::chrono::seconds(1)) return true;
+    long wait = kWaitS;
+    ssh_options_set(session, SSH_OPTIONS_TIMEOUT, &wait);
+    const auto start = Clock::now();
+    ssh_send_keepalive(session);
+    last_probe_ = Clock::now();
+    if (last_probe_ - start >= std::chrono::milliseconds(kWaitS * 1000 - 300)) {
+      ++misses_;
+    } else {
+      misses_ = 0;
+      state.last_heard = last_probe_;
+    }
+    return misses_ < kMisses;
+  }
+
+ private:
+  int misses_ = 0;
+  Clock::time_point last_probe_{};
+};
 
 }  // namespace
 
@@ -110,24 +154,56 @@ Result<CommandExit, TransportError> SshConnection::run(const RemoteCommand& comm
   ssh_event event = ssh_event_new();
   ssh_event_add_session(event, session_);
   bool lost = false;
+  bool frozen = false;
   bool interrupted = false;
+  bool timed_out = false;
   int stage = 0;
   Clock::time_point cancel_at{};
+  const auto started = Clock::now();
+  KeepaliveProbe keepalive;
   while (!state.closed && !ssh_channel_is_closed(channel)) {
     if (ssh_event_dopoll(event, 200) == SSH_ERROR || !ssh_is_connected(session_)) {
       lost = true;
       break;
     }
-    if (cancel.cancelled()) {
+    if (!interrupted && !timed_out && !keepalive.check(session_, state)) {
+      frozen = true;
+      break;
+    }
+    if (!interrupted && !timed_out && command.timeout_ms > 0 &&
+        Clock::now() - started > std::chrono::milliseconds(command.timeout_ms)) {
+      timed_out = true;
+      cancel_at = Clock::now();
+    }
+    if (!timed_out && cancel.cancelled()) {
       if (!interrupted) cancel_at = Clock::now();
       interrupted = true;
-      if (escalate(channel, cancel_at, stage)) break;
     }
+    if ((interrupted || timed_out) && escalate(channel, cancel_at, stage, timed_out)) break;
   }
   ssh_event_remove_session(event, session_);
   ssh_event_free(event);
   ssh_remove_channel_callbacks(channel, &callbacks);
 
+  if (frozen) {
+    return unexpected(TransportError{
+        ErrorKind::timeout,
+        fmt::format("the worker stopped answering mid-command (no reply to {} SSH keepalives) — it may be "
+                    "frozen, overloaded or cut off",
+                    KeepaliveProbe::kMisses)});
+  }
+  if (timed_out && !state.have_status && state.exit_signal.empty()) {
+    ssh_channel_close(channel);
+    return unexpected(TransportError{
+        ErrorKind::deadline, fmt::format("timed out after {}; the command was sent SIGTERM, then SIGKILL",
+                                        format_duration_ms(command.timeout_ms))});
+  }
+  if (timed_out) {
+    return unexpected(TransportError{
+        ErrorKind::deadline,
+        fmt::format("timed out after {}; the command was stopped{}", format_duration_ms(command.timeout_ms),
+                    state.exit_signal.empty() ? "" : " (SIG" + state.exit_signal + ")")});
+  }
   if (interrupted) {
     ssh_channel_close(channel);
     return unexpected(TransportError{ErrorKind::interrupted,

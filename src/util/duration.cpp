@@ -30,6 +30,15 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
   return std::chrono::milliseconds(static_cast<long long>(value * ms_per_unit));
 }
 
+std::string format_duration_ms(long long ms) {
+  if (ms < 1000) return fmt::format("{}ms", ms);
+  if (ms % 1000 != 0 && ms < 60000) return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000);
+  long long s = ms / 1000;
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return s % 60 ? fmt::format("{}m{}s", s / 60, s % 60) : fmt::format("{}m", s / 60);
+  return s % 3600 ? fmt::format("{}h{}m", s / 3600, (s % 3600) / 60) : fmt::format("{}h", s / 3600);
+}
+
 std::string format_age(long long s) {
   if (s < 0) s = 0;
   if (s < 60) return fmt::format("{}s", s);

@@ -1,0 +1,75 @@
+#pragma once
+// The gang rule as a pure state machine: a run makes progress only while every
+// worker does, so the first worker that fails (non-zero exit, or lost) ends
+// the attempt for all of them. The supervisor feeds it what it sees; it says
+// what to do. No I/O, no clock of its own: unit-tested on its own.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpurun/run_state.hpp"
+
+namespace tpurun {
+
+struct GangPolicy {
+  bool stop_on_failure = true;  // --on-failure stop (else continue)
+  int max_attempts = 1;         // 1 + --restarts
+  std::chrono::milliseconds lost_after{60000};
+};
+
+// The latest liveness probe of a worker's job.
+enum class Probe { none, alive, dead, unreachable };
+
+// One look at one worker, for the current attempt.
+struct WorkerSample {
+  int worker = 0;
+  std::optional<int> pid;        // its pid record
+  std::optional<int> exit_code;  // its exit record
+  Probe probe = Probe::none;     // a fresh probe result, or none
+  std::string probe_error;       // why it was unreachable
+};
+
+enum class GangAction {
+  watch,        // nothing to do
+  stop_others,  // the attempt failed: stop the run's jobs on every worker
+  restart,      // every worker has ended and another attempt is allowed
+  finished,     // the run is over; state().verdict says how
+};
+
+class GangMonitor {
+ public:
+  using Time = std::chrono::system_clock::time_point;
+  GangMonitor(GangPolicy policy, std::vector<int> workers, int attempt = 1);
+
+  GangAction observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested);
+  // A new attempt: every worker pending again; the last failure is kept until replaced.
+  void begin_attempt(int attempt);
+  const RunState& state() const { return state_; }
+  // A kill after the failure has been carried out: the workers that are still
+  // not answering stay as they are until they are lost.
+  void others_stopped() { state_.stopped_others = true; }
+  // No further attempt after all (its --env values are gone): the failure stands.
+  void give_up();
+
+ private:
+  struct Tracker {
+    int dead_probes = 0;
+    std::optional<Time> unreachable_since;
+  };
+  void update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Time now);
+  void note_failure(const WorkerStatus& w, Time now, std::optional<Time> since);
+  bool all_ended() const;
+  GangAction finish(bool stop_requested);
+
+  GangPolicy policy_;
+  RunState state_;
+  std::vector<Tracker> trackers_;
+  bool stopping_ = false;           // stop_others was returned this attempt
+  bool failed_this_attempt_ = false;  // first_failure belongs to this attempt
+};
+
+// "killed by SIGTERM" for 143, "exited 3" for 3.
+std::string describe_exit(int code);
+
+}  // namespace tpurun

@@ -1,0 +1,54 @@
+#pragma once
+// Asking workers, in the background, whether their jobs are still alive: one
+// kept-open connection per worker, so a probe is one small command, and a
+// worker that hangs or vanishes never delays the others or the caller.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tpurun/gang.hpp"
+#include "tpurun/transport.hpp"
+
+namespace tpurun {
+
+struct ProbeResult {
+  Probe probe = Probe::none;
+  std::string error;  // for unreachable
+};
+
+class LivenessProber {
+ public:
+  LivenessProber(Transport& transport, std::vector<Worker> workers, int fanout, std::chrono::milliseconds every);
+  ~LivenessProber();
+  LivenessProber(const LivenessProber&) = delete;
+  LivenessProber& operator=(const LivenessProber&) = delete;
+
+  // The jobs to probe from now on: worker index -> pid (others are not probed).
+  void set_jobs(std::map<int, int> pid_by_worker);
+  // Results that arrived since the last call.
+  std::map<int, ProbeResult> take();
+
+ private:
+  void loop();
+  ProbeResult probe_one(size_t slot, int pid);
+
+  Transport& transport_;
+  std::vector<Worker> workers_;
+  int fanout_;
+  std::chrono::milliseconds every_;
+  std::vector<std::unique_ptr<Connection>> connections_;  // by slot; used by one thread at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::map<int, int> jobs_;
+  std::map<int, ProbeResult> fresh_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace tpurun

@@ -1,0 +1,42 @@
+#pragma once
+// The per-run watcher: a detached `tpurun` process on the dev VM that applies
+// the gang rule to one run with no client attached. It reads the workers' exit
+// records from the log dir, probes the jobs' liveness in the background, stops
+// the whole run when one worker fails (or is lost), relaunches it when
+// --restarts allows, and records everything in state.json and supervisor.log.
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "tpurun/cancel.hpp"
+#include "tpurun/pod.hpp"
+#include "tpurun/run_record.hpp"
+#include "tpurun/system.hpp"
+#include "tpurun/transport.hpp"
+
+namespace tpurun {
+
+struct SupervisorSetup {
+  RunRecord record;
+  PodConfig pod;                            // SSH settings, device globs, gcloud spec
+  std::map<std::string, std::string> env;   // the --env values, for relaunches
+  bool env_missing = false;                 // the values were not kept: no relaunch possible
+  std::string env_dir;                      // where they are kept (forgotten when the run ends)
+  int fanout = 64;
+  std::chrono::milliseconds poll{1000};        // how often exit records are read
+  std::chrono::milliseconds probe_every{3000};  // how often jobs without one are probed
+  std::chrono::milliseconds first_backoff{2000};
+};
+
+// Runs until the run has ended (then returns 0) or `cancel` fires (a signal:
+// without a stop marker the jobs keep running and the run becomes unwatched).
+int supervise_run(const SupervisorSetup& setup, Transport& transport, ProcessRunner& processes,
+                  const CancelToken& cancel);
+
+// Why the workers are not ready for a relaunch yet ("" when they are): each
+// must be reachable and hold none of the caller's processes nor anyone's TPU
+// device; a gcloud pod must also be READY.
+std::string restart_blockers(const RunRecord& record, const PodConfig& pod, Transport& transport,
+                             ProcessRunner& processes, int fanout, const CancelToken& cancel);
+
+}  // namespace tpurun

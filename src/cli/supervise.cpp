@@ -1,0 +1,49 @@
+// tpurun _supervise: the detached per-run watcher. One per run and host: a
+// lock in the user's cache makes a second one exit at once.
+#include "cli/supervise.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "cli/identity.hpp"
+#include "cli/run_follow.hpp"
+#include "tpurun/run_env.hpp"
+#include "tpurun/supervisor.hpp"
+
+namespace tpurun::cli {
+
+CLI::App* register_supervise(CLI::App& app, SuperviseOptions& o) {
+  CLI::App* cmd = app.add_subcommand("_supervise", "Watch one run (started by stage and logs -f)");
+  cmd->group("");  // hidden from --help
+  cmd->add_option("log_dir", o.log_dir, "The run's log dir")->required();
+  return cmd;
+}
+
+int run_supervise(const SuperviseOptions& o, Context& ctx) {
+  SupervisorSetup setup;
+  setup.record = read_run_record(o.log_dir);
+  const std::string locks = cache_dir(ctx.env) + "/watchers";
+  std::error_code ec;
+  std::filesystem::create_directories(locks, ec);
+  int lock = ::open((locks + "/" + setup.record.run_id + ".lock").c_str(),
+                    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    fmt::print("another watcher of run {} is running on this host\n", setup.record.run_id);
+    return 0;
+  }
+  setup.pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  setup.env_dir = run_env_dir(ctx);
+  if (auto env = load_run_env(setup.env_dir, setup.record.run_id)) {
+    setup.env = *env;
+  } else {
+    setup.env_missing = !setup.record.env.empty();
+  }
+  auto transport = ctx.make_transport(setup.pod);
+  return supervise_run(setup, *transport, ctx.processes, ctx.cancel);
+}
+
+}  // namespace tpurun::cli

@@ -1,0 +1,260 @@
+#include "tpurun/supervisor.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fmt/format.h>
+#include <thread>
+
+#include "tpurun/atomic_file.hpp"
+#include "tpurun/gang.hpp"
+#include "tpurun/launch.hpp"
+#include "tpurun/liveness.hpp"
+#include "tpurun/run_env.hpp"
+#include "tpurun/tpu_kill.hpp"
+
+namespace tpurun {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+long long now_unix() { return std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count(); }
+
+SupervisorInfo self_info() {
+  SupervisorInfo info;
+  info.pid = ::getpid();
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0) info.host = name;
+  const std::string stat = read_small_file("/proc/self/stat");
+  size_t close = stat.rfind(')');
+  if (close != std::string::npos) {
+    size_t pos = close + 2;
+    for (int field = 3; field < 22 && pos != std::string::npos; ++field) pos = stat.find(' ', pos) + 1;
+    if (pos != std::string::npos) info.started = std::strtoll(stat.c_str() + pos, nullptr, 10);
+  }
+  return info;
+}
+
+// A compact fingerprint of what the follower shows, so state.json is rewritten
+// on a change or for the heartbeat, not every poll.
+std::string fingerprint(const RunState& s) {
+  std::string f = fmt::format("{}|{}|{}|{}|", to_string(s.verdict), s.attempt, s.stopped_others, s.message);
+  for (const WorkerStatus& w : s.workers) f += fmt::format("{}:{}:{}:{};", w.worker, to_string(w.state), w.pid.value_or(0), w.detail);
+  return f;
+}
+
+class Supervisor {
+ public:
+  Supervisor(const SupervisorSetup& setup, Transport& transport, ProcessRunner& processes, const CancelToken& cancel)
+      : setup_(setup),
+        transport_(transport),
+        processes_(processes),
+        cancel_(cancel),
+        monitor_(policy(setup.record), indices(setup.record), resume_attempt(setup.record)),
+        self_(self_info()) {}
+
+  int run() {
+    say(fmt::format("watching run {} (attempt {} of {}, on failure: {}, lost after {}s)", setup_.record.run_id,
+                    monitor_.state().attempt, monitor_.state().max_attempts, setup_.record.on_failure,
+                    setup_.record.lost_after_ms / 1000));
+    LivenessProber prober(transport_, setup_.record.workers, setup_.fanout, setup_.probe_every);
+    save(true);
+    for (;;) {
+      if (cancel_.cancelled() && !stop_requested(setup_.record.log_dir)) {
+        say("the watcher was stopped by a signal; the jobs keep running (tpurun logs RUN -f watches again)");
+        return 0;
+      }
+      const GangAction action = monitor_.observe(sample(prober), Clock::now(), stop_requested(setup_.record.log_dir));
+      switch (action) {
+        case GangAction::watch:
+          save(false);
+          std::this_thread::sleep_for(setup_.poll);
+          break;
+        case GangAction::stop_others:
+          stop_gang();
+          break;
+        case GangAction::restart:
+          if (!restart(prober)) return signalled_ ? 0 : finish();
+          break;
+        case GangAction::finished:
+          return finish();
+      }
+    }
+  }
+
+ private:
+  static GangPolicy policy(const RunRecord& r) {
+    return {r.on_failure != "continue", 1 + std::max(0, r.restarts), std::chrono::milliseconds(r.lost_after_ms)};
+  }
+  static std::vector<int> indices(const RunRecord& r) {
+    std::vector<int> out;
+    for (const Worker& w : r.workers) out.push_back(w.index);
+    return out;
+  }
+  static int resume_attempt(const RunRecord& r) {
+    auto state = read_run_state(r.log_dir);
+    return state ? std::max(1, state->attempt) : 1;
+  }
+
+  void say(const std::string& text) {
+    fmt::print("{} {}\n", iso8601_utc(Clock::now()), text);
+    std::fflush(stdout);
+  }
+
+  void save(bool force) {
+    RunState state = monitor_.state();
+    state.message = message_;
+    state.supervisor = self_;
+    const std::string now_print = fingerprint(state);
+    const long long now = now_unix();
+    if (!force && now_print == saved_ && now - self_.heartbeat < kHeartbeatSeconds) return;
+    state.supervisor.heartbeat = self_.heartbeat = now;
+    state.updated_at = iso8601_utc(Clock::now());
+    try {
+      write_run_state(setup_.record.log_dir, state);
+      saved_ = now_print;
+    } catch (const std::exception& e) {
+      say(fmt::format("cannot record the run's state: {}", e.what()));
+    }
+  }
+
+  std::vector<WorkerSample> sample(LivenessProber& prober) {
+    const int attempt = monitor_.state().attempt;
+    auto probes = prober.take();
+    std::vector<WorkerSample> samples;
+    std::map<int, int> to_probe;
+    for (const Worker& w : setup_.record.workers) {
+      WorkerJob job = read_worker_job(setup_.record.log_dir, w.index, attempt);
+      WorkerSample s{w.index, job.pid, job.exit_code, Probe::none, ""};
+      if (auto it = probes.find(w.index); it != probes.end() && !job.exit_code) {
+        s.probe = it->second.probe;
+        s.probe_error = it->second.error;
+      }
+      if (auto it = launch_failures_.find(w.index); it != launch_failures_.end()) s.exit_code = it->second;
+      if (job.pid && !job.exit_code) to_probe[w.index] = *job.pid;
+      samples.push_back(s);
+    }
+    prober.set_jobs(std::move(to_probe));
+    return samples;
+  }
+
+  void stop_gang() {
+    const auto& failure = monitor_.state().first_failure;
+    say(fmt::format("w{} {} first: stopping the run's jobs on every worker (TERM, KILL after {}s)", failure->worker,
+                    failure->detail, setup_.record.grace_ms / 1000));
+    message_ = "stopping the other workers";
+    save(true);
+    KillRequest request;
+    request.device_globs = setup_.pod.device_globs;
+    request.options.run_id = setup_.record.run_id;
+    request.grace_ms = static_cast<int>(setup_.record.grace_ms);
+    for (const WorkerKill& k : kill_on_workers(setup_.record.workers, transport_, setup_.fanout, cancel_, request)) {
+      const size_t n = k.gone_term.size() + k.gone_kill.size();
+      if (!k.error.empty()) {
+        say(fmt::format("{}: {}", k.worker.display(), k.error));
+      } else if (n > 0) {
+        say(fmt::format("{}: stopped {} process{}{}", k.worker.display(), n, n == 1 ? "" : "es",
+                        k.gone_kill.empty() ? "" : fmt::format(" ({} needed SIGKILL)", k.gone_kill.size())));
+      }
+    }
+    monitor_.others_stopped();
+    message_.clear();
+    save(true);
+  }
+
+  // Waits `d` unless the run is stopped meanwhile. False when it was.
+  bool pause(std::chrono::milliseconds d) {
+    const auto until = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < until) {
+      if (cancel_.cancelled() || stop_requested(setup_.record.log_dir)) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return true;
+  }
+
+  bool restart(LivenessProber& prober) {
+    const RunState& state = monitor_.state();
+    const int next = state.attempt + 1;
+    auto backoff = setup_.first_backoff * (1 << std::min(state.attempt - 1, 5));
+    backoff = std::min<std::chrono::milliseconds>(backoff, std::chrono::seconds(60));
+    say(fmt::format("attempt {} failed (w{} {}); restarting as attempt {} of {} in {}s", state.attempt,
+                    state.first_failure->worker, state.first_failure->detail, next, state.max_attempts,
+                    backoff.count() / 1000.0));
+    message_ = fmt::format("restarting: attempt {} of {}", next, state.max_attempts);
+    save(true);
+    if (!pause(backoff)) return stopped_during_restart();
+    if (setup_.env_missing) {
+      say("cannot restart: this run's --env values were not kept on this host; start a new run");
+      return false;
+    }
+    std::string last;
+    for (;;) {
+      std::string blockers = restart_blockers(setup_.record, setup_.pod, transport_, processes_, setup_.fanout, cancel_);
+      if (blockers.empty()) break;
+      if (blockers != last) say(blockers);
+      last = blockers;
+      message_ = blockers;
+      save(false);
+      if (!pause(std::chrono::seconds(3))) return stopped_during_restart();
+    }
+    LaunchSpec spec{setup_.record.run_id, setup_.record.log_dir, setup_.record.staged_dir, setup_.record.command,
+                    setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts};
+    if (spec.num_workers == 0) spec.num_workers = static_cast<int>(setup_.record.workers.size());
+    monitor_.begin_attempt(next);
+    launch_failures_.clear();
+    prober.set_jobs({});
+    prober.take();
+    message_.clear();
+    LaunchResult launched = launch_on_workers(spec, setup_.record.workers, transport_, setup_.fanout, cancel_);
+    for (const WorkerOutcome& o : launched.outcomes) {
+      if (launched.pids.count(o.worker.index)) continue;
+      say(fmt::format("{}: {}", o.worker.display(), o.error() ? o.error()->message : "did not start"));
+      launch_failures_[o.worker.index] = 255;
+    }
+    say(fmt::format("attempt {} launched on {} of {} workers", next, launched.pids.size(), setup_.record.workers.size()));
+    save(true);
+    return true;
+  }
+
+  bool stopped_during_restart() {
+    if (stop_requested(setup_.record.log_dir)) {
+      monitor_.observe({}, Clock::now(), true);
+    } else {
+      say("the watcher was stopped by a signal while restarting; tpurun logs RUN -f watches again");
+      signalled_ = true;
+    }
+    return false;
+  }
+
+  int finish() {
+    monitor_.give_up();
+    const RunState& s = monitor_.state();
+    message_.clear();
+    save(true);
+    if (!setup_.env_dir.empty()) forget_run_env(setup_.env_dir, setup_.record.run_id);
+    say(fmt::format("run {} {} (attempt {} of {})", setup_.record.run_id, to_string(s.verdict), s.attempt,
+                    s.max_attempts));
+    return 0;
+  }
+
+  const SupervisorSetup& setup_;
+  Transport& transport_;
+  ProcessRunner& processes_;
+  const CancelToken& cancel_;
+  GangMonitor monitor_;
+  SupervisorInfo self_;
+  std::string message_;
+  std::string saved_;
+  std::map<int, int> launch_failures_;  // worker -> synthetic exit code for the attempt
+  bool signalled_ = false;
+};
+
+}  // namespace
+
+int supervise_run(const SupervisorSetup& setup, Transport& transport, ProcessRunner& processes,
+                  const CancelToken& cancel) {
+  return Supervisor(setup, transport, processes, cancel).run();
+}
+
+}  // namespace tpurun

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A run is a gang: one worker's failure stops the run on every worker, in the
+# foreground and with no client attached; --on-failure continue keeps the old
+# behaviour. Asserts on states and exit codes, never on timings.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gang_lib.sh"
+N=$FAKEPOD_WORKERS
+proj=$(make_project alice proj)
+
+# Foreground: w2 exits 3; the others block forever until tpurun stops them.
+expect_exit 3 tpurun_as alice -C "$proj" stage -- sh -c "$(fail_on_worker_job 2 3)"
+assert_contains "$ERR" "first failure: w2 $(worker_ip 2) exited 3"
+assert_contains "$ERR" "[w2 $(worker_ip 2)] w2 broke"
+assert_contains "$ERR" "tpurun stopped the run's jobs on the other workers"
+run=$(basename "$(ls -d /srv/tpurun-nfs/logs/alice/proj/*/ | sort | tail -1)")
+assert_eq "$(run_field alice "$run" 'r["verdict"]')" "failed"
+assert_eq "$(run_field alice "$run" 'r["first_failure"]["worker"]')" "2"
+assert_eq "$(run_field alice "$run" '" ".join(sorted(set(w["state"] for w in r["workers"] if w["worker"] != 2)))')" "stopped"
+assert_eq "$(run_field alice "$run" '[w["state"] for w in r["workers"] if w["worker"] == 2][0]')" "failed"
+no_job_left alice "$run"
+
+# Detached: nobody follows, and the watcher still stops the gang.
+run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 5 4)")
+wait_verdict alice "$run" failed
+assert_eq "$(run_field alice "$run" 'r["first_failure"]["exit_code"]')" "4"
+assert_eq "$(run_field alice "$run" 'r["stopped_others"]')" "True"
+no_job_left alice "$run"
+# logs -f of an ended run prints its summary and returns its exit code.
+expect_exit 4 tpurun_as alice -C "$proj" logs "$run" -f
+assert_contains "$ERR" "first failure: w5 $(worker_ip 5) exited 4"
+
+# --on-failure continue: the others finish on their own; nobody is stopped.
+expect_exit 3 tpurun_as alice -C "$proj" stage --on-failure continue -- \
+  sh -c 'if [ "$TPURUN_WORKER" = 1 ]; then exit 3; fi; sleep 2; echo done'
+run=$(basename "$(ls -d /srv/tpurun-nfs/logs/alice/proj/*/ | sort | tail -1)")
+assert_eq "$(run_field alice "$run" 'r["verdict"]')" "failed"
+assert_eq "$(run_field alice "$run" 'r["stopped_others"]')" "False"
+assert_eq "$(run_field alice "$run" 'sum(w["state"] == "succeeded" for w in r["workers"])')" "$((N - 1))"
+assert_eq "$(grep -c '] done' <<<"$OUT")" "$((N - 1))"
+
+# Every worker exits 0: success, exit 0, nobody stopped.
+expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'sleep $((TPURUN_WORKER % 3)); echo ok'
+assert_contains "$ERR" "succeeded: all $N workers exited 0"
+
+# Two runs of the same user on different worker sets never stop each other.
+other=$(stage_detached alice "$proj" --worker 4-7 -- python3 train.py --forever)
+expect_exit 9 tpurun_as alice -C "$proj" stage --worker 0-3 -- sh -c 'if [ "$TPURUN_WORKER" = 0 ]; then exit 9; fi; exec python3 train.py --forever'
+assert_eq "$(run_field alice "$other" 'r["verdict"]')" "running"
+expect_exit 0 tpurun_as alice -C "$proj" kill --run "$other" --grace 2s
+wait_verdict alice "$other" stopped
+
+# Bad flags get clear errors.
+expect_exit 2 tpurun_as alice -C "$proj" stage --restarts -1 -- true
+assert_contains "$ERR" "--restarts -1"
+expect_exit 2 tpurun_as alice -C "$proj" stage --lost-after 0 -- true
+assert_contains "$ERR" "--lost-after 0"
+expect_exit 2 tpurun_as alice -C "$proj" stage --on-failure maybe -- true
+assert_contains "$ERR" "--on-failure maybe"
+pass

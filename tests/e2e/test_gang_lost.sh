@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Lost workers: a preempted host (its namespace killed) and a frozen one (every
+# process stopped, TCP still open) end the run as "lost" after --lost-after,
+# stopping the others; exec reports a frozen worker and --timeout instead of
+# hanging. Asserts on states and exit codes, never on timings.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gang_lib.sh"
+proj=$(make_project alice proj)
+
+# Preempted mid-run: the watcher declares w3 lost and stops the others.
+run=$(stage_detached alice "$proj" --lost-after 3s -- python3 train.py --forever)
+for _ in $(seq 100); do [[ $(ls /srv/tpurun-nfs/logs/alice/proj/"$run"/worker*.pid 2>/dev/null | wc -l) == 8 ]] && break; sleep 0.1; done
+stop_worker 3
+expect_exit 255 tpurun_as alice -C "$proj" logs "$run" -f
+assert_contains "$ERR" "first failure: w3 $(worker_ip 3) was lost (since "
+assert_eq "$(run_field alice "$run" 'r["verdict"]')" "lost"
+assert_eq "$(run_field alice "$run" 'r["first_failure"]["how"]')" "lost"
+assert_eq "$(run_field alice "$run" 'sum(w["state"] == "stopped" for w in r["workers"])')" "7"
+fakepod start-worker 3 >&2
+no_job_left alice "$run"
+
+# Frozen mid-run: sshd and the job stopped, the TCP connection still open.
+run=$(stage_detached alice "$proj" --lost-after 3s -- python3 train.py --forever)
+for _ in $(seq 100); do [[ $(ls /srv/tpurun-nfs/logs/alice/proj/"$run"/worker*.pid 2>/dev/null | wc -l) == 8 ]] && break; sleep 0.1; done
+freeze_worker 6
+expect_exit 255 tpurun_as alice -C "$proj" logs "$run" -f
+assert_contains "$ERR" "first failure: w6 $(worker_ip 6) was lost"
+assert_eq "$(run_field alice "$run" 'sum(w["state"] == "stopped" for w in r["workers"])')" "7"
+thaw_worker 6
+
+# exec: a worker that freezes mid-command is reported, the others finish.
+tpurun_as alice exec -- sh -c 'echo started; sleep 40; echo finished' >"$SCRATCH/exec.out" 2>"$SCRATCH/exec.err" &
+client=$!
+for _ in $(seq 100); do [[ $(grep -c started "$SCRATCH/exec.out") == 8 ]] && break; sleep 0.1; done
+freeze_worker 2
+rc=0
+wait "$client" || rc=$?
+thaw_worker 2
+assert_eq "$rc" "255" "exec exit code with a frozen worker"
+assert_contains "$(cat "$SCRATCH/exec.err")" "w2 $(worker_ip 2): the worker stopped answering mid-command"
+assert_eq "$(grep -c finished "$SCRATCH/exec.out")" "7"
+
+# exec --timeout: the command is stopped and the worker reports a timeout.
+expect_exit 124 tpurun_as alice exec --worker 0-1 --timeout 1s -- sleep 30
+assert_contains "$ERR" "w0 $(worker_ip 0): timed out after 1s"
+assert_eq "$(wexec 0 -- pgrep -u alice -x sleep || true)" ""
+expect_exit 2 tpurun_as alice exec --timeout 0 -- true
+pass
