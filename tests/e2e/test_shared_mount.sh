@@ -99,10 +99,18 @@ assert_contains "$OUT" "kept $name: used by run $run_id (running)"
 [[ -d $snap ]] || fail "gc removed the snapshot of a running job"
 assert_not_contains "$OUT" "removed $name"
 
-# Once the run has ended (every worker's exit record), gc removes it.
+# Once the run has ended, gc removes it. Ended as run_is_active has it: every
+# worker's exit record, and a final verdict in state.json when its watcher
+# keeps one.
+ended() {
+  [[ $(ls "$run_dir"/worker*.exit 2>/dev/null | wc -l) == "$N" ]] || return 1
+  [[ -f $run_dir/state.json ]] || return 0
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["verdict"] in ("running", "restarting"))' \
+    "$run_dir/state.json"
+}
 expect_exit 0 tpurun_as alice kill --run "$run_id" --grace 2s
-for _ in $(seq 300); do [[ $(ls "$run_dir"/worker*.exit 2>/dev/null | wc -l) == "$N" ]] && break; sleep 0.1; done
-assert_eq "$(ls "$run_dir"/worker*.exit | wc -l)" "$N" "exit records after kill"
+for _ in $(seq 300); do ended && break; sleep 0.1; done
+ended || fail "run $run_id did not end after kill --run"
 expect_exit 0 tpurun_as alice gc --older-than 0s
 assert_contains "$OUT" "removed $name"
 [[ ! -e $snap ]] || fail "gc kept the snapshot of an ended run"
