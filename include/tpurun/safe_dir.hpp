@@ -41,6 +41,7 @@ struct DirProblem {
   bool parent = false;  // a directory above the per-user dirs (the root or its parents)
   std::string owner;    // user name (or uid) of what is there
   bool owner_is_caller = false;
+  std::string caller;   // user name (or uid) tpurun runs as
   unsigned mode = 0;    // st_mode & 07777 of what is there
   std::string link_target;
   int err = 0;  // for missing and io

@@ -39,6 +39,7 @@ DirProblem describe(DirProblem::Kind kind, const std::string& path, bool parent,
   DirProblem p = problem(kind, path, parent);
   p.owner = user_name(st.st_uid);
   p.owner_is_caller = st.st_uid == ::geteuid();
+  p.caller = user_name(::geteuid());
   p.mode = st.st_mode & 07777;
   return p;
 }

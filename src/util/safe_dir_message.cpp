@@ -53,6 +53,13 @@ std::string DirProblem::message() const {
                            "is in it. An admin must make it root's: sudo chown root {}",
                            path, owner, facts, path);
       }
+      if (path.ends_with("/" + owner)) {
+        // It is named after its owner: the dir is fine, tpurun runs as someone
+        // else (USER says one user, the uid another). Never advise removing it.
+        return fmt::format("{} belongs to {} ({}), but tpurun runs as {}: run tpurun as {} "
+                           "(tpurun takes the user from $USER)",
+                           path, owner, facts, caller, owner);
+      }
       return fmt::format("{} is not yours ({}): another user may have created it to read or "
                          "replace your code and logs, so tpurun will not use it. An admin must "
                          "remove it: sudo rm -rf {}",

@@ -119,6 +119,19 @@ TEST_F(SafeDirTest, RefusesADirOfAnotherOwnerWithTheAdminsFix) {
   EXPECT_THAT(dir.error().message(), HasSubstr("An admin must remove it: sudo rm -rf " + root_ + "/alice"));
 }
 
+TEST_F(SafeDirTest, ADirNamedAfterItsOwnerIsNeverCalledSquatted) {
+  // USER=nobody while running as root: nobody's own dir must not be removed.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
+  ASSERT_EQ(::mkdir((root_ + "/nobody").c_str(), 0700), 0);
+  ASSERT_EQ(::chown((root_ + "/nobody").c_str(), 65534, 65534), 0);
+
+  auto dir = open_own_path(root_, {"nobody"}, Create::if_missing);
+
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(dir.error().message(), HasSubstr("but tpurun runs as root: run tpurun as nobody"));
+  EXPECT_THAT(dir.error().message(), ::testing::Not(HasSubstr("rm -rf")));
+}
+
 TEST_F(SafeDirTest, ARootWritableByOthersNeedsTheStickyBit) {
   ASSERT_EQ(::chmod(root_.c_str(), 0777), 0);
   auto open = open_own_path(root_, {"alice"}, Create::if_missing);
