@@ -16,6 +16,9 @@ struct GangPolicy {
   bool stop_on_failure = true;  // --on-failure stop (else continue)
   int max_attempts = 1;         // 1 + --restarts
   std::chrono::milliseconds lost_after{60000};
+  // A job with no pid record this long after its attempt began never started
+  // (its launcher was cut off): the worker is lost.
+  std::chrono::milliseconds start_timeout{120000};
 };
 
 // The latest liveness probe of a worker's job.
@@ -54,6 +57,7 @@ class GangMonitor {
 
  private:
   struct Tracker {
+    std::optional<Time> pending_since;
     int dead_probes = 0;
     std::optional<Time> unreachable_since;
   };

@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <ctime>
+#include <filesystem>
 
 #include "cli/identity.hpp"
 #include "cli/kill_audit.hpp"
@@ -22,7 +23,7 @@
 
 namespace tpurun::cli {
 namespace {
-void stop_run_watcher(const PodConfig& pod, const std::string& run, LinePrinter& printer, Context& ctx);
+void stop_run_watchers(const Target& target, const std::string& run, LinePrinter& printer, Context& ctx);
 }  // namespace
 
 int parse_grace(const std::string& text) {
@@ -47,6 +48,10 @@ jobs (processes with TPURUN_RUN_ID; only RUN's with --run), each with its whole
 tree: its process group and all its descendants, your processes only. SIGTERM
 first, SIGKILL after --grace; then the worker is scanned again.
 
+Runs: the watcher of the run (--run), or of every active run of yours when
+you kill on all workers, is stopped first, so the run ends as "stopped" and is
+not restarted. Killing part of a run's workers counts as that run failing.
+
 Never killed: other users' processes. They are listed with user, pid, age and
 command so you know whom to ask. --force --yes (admins) kills them too, as root,
 and appends one line per process to <logs_root>/tpurun-audit.log first.
@@ -69,24 +74,41 @@ Examples:
 }
 
 namespace {
-// kill --run: the run's watcher must neither restart the run nor report the
-// kill as a failure, so it gets a stop marker in the log dir first, and a
-// SIGTERM when it runs on this host.
-void stop_run_watcher(const PodConfig& pod, const std::string& run, LinePrinter& printer, Context& ctx) {
-  if (pod.logs_root.empty()) return;
-  std::string dir;
-  try {
-    dir = find_run_dir(pod.logs_root, local_user(ctx.env), run);
-  } catch (const std::exception&) {
-    return;  // not one of this user's recorded runs: kill by TPURUN_RUN_ID alone
-  }
-  int fd = ::open(stop_marker_path(dir).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd >= 0) ::close(fd);
+// The run's watcher must neither restart the run nor report the kill as a
+// failure: it gets a stop marker in the log dir first, and a SIGTERM when it
+// runs on this host.
+void stop_watcher(const std::string& dir, LinePrinter& printer) {
   auto state = read_run_state(dir);
   if (!state || is_final(state->verdict)) return;
+  int fd = ::open(stop_marker_path(dir).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) ::close(fd);
   if (supervisor_alive(*state, std::time(nullptr)) && ::kill(state->supervisor.pid, SIGTERM) == 0) {
-    printer.note(fmt::format("stopped the run's watcher (pid {}); it records the run as stopped",
-                             state->supervisor.pid));
+    printer.note(fmt::format("stopped the watcher of run {} (pid {}); it records the run as stopped",
+                             std::filesystem::path(dir).filename().string(), state->supervisor.pid));
+  }
+}
+
+// kill --run RUN: that run's watcher. A kill of all your jobs on the whole
+// pod: the watchers of all your active runs on it.
+void stop_run_watchers(const Target& target, const std::string& run, LinePrinter& printer, Context& ctx) {
+  if (target.pod.logs_root.empty()) return;
+  const std::string user = local_user(ctx.env);
+  if (!run.empty()) {
+    try {
+      stop_watcher(find_run_dir(target.pod.logs_root, user, run), printer);
+    } catch (const std::exception&) {
+      // not one of this user's recorded runs: kill by TPURUN_RUN_ID alone
+    }
+    return;
+  }
+  if (target.workers.size() != target.pod.workers.size()) return;  // part of a gang: its watcher decides
+  for (const std::string& dir : list_run_dirs(target.pod.logs_root, user)) {
+    auto state = read_run_state(dir);
+    if (!state || is_final(state->verdict)) continue;
+    try {
+      if (read_run_record(dir).pod == target.pod.name) stop_watcher(dir, printer);
+    } catch (const std::exception&) {
+    }
   }
 }
 }  // namespace
@@ -124,7 +146,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     };
   }
 
-  if (!o.run.empty() && !o.dry_run) stop_run_watcher(target.pod, o.run, printer, ctx);
+  if (!o.dry_run) stop_run_watchers(target, o.run, printer, ctx);
   auto transport = ctx.make_transport(target.pod);
   printer.progress(
       fmt::format("{} on {} workers...", o.dry_run ? "scanning" : "killing", target.workers.size()));

@@ -213,6 +213,9 @@ int run_stage(const StageOptions& o, Context& ctx) {
   if (!env.empty() && o.restarts > 0) save_run_env(run_env_dir(ctx), record.run_id, env);
   printer.note(fmt::format("run {} → {}", record.run_id, record.log_dir));
 
+  // The watcher starts first, so the gang rules hold even if this client is
+  // killed while launching.
+  const int watcher = start_watcher(record, ctx);
   LaunchSpec spec{record.run_id, record.log_dir, staged.dir, o.argv, env,
                   static_cast<int>(target.pod.workers.size()), 1, 1 + o.restarts};
   LaunchResult launched = launch_on_workers(spec, target.workers, *transport, o.target.fanout, ctx.cancel);
@@ -239,7 +242,6 @@ int run_stage(const StageOptions& o, Context& ctx) {
     }
     write_file_atomic(job_file(record.log_dir, launch.worker.index, 1, "exit"), "255\n");
   }
-  const int watcher = start_watcher(record, ctx);
   if (running.size() < launches.size()) {
     print_failure_summary(printer, launches);
     if (!running.empty()) {

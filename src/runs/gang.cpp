@@ -85,6 +85,14 @@ void GangMonitor::update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Tim
   if (s.pid) {
     w.pid = s.pid;
     if (w.state == WorkerState::pending) w.state = WorkerState::running;
+  } else if (w.state == WorkerState::pending) {
+    if (!t.pending_since) t.pending_since = now;
+    if (now - *t.pending_since >= policy_.start_timeout) {
+      w.state = WorkerState::lost;
+      w.detail = "its job never started (no pid record)";
+      note_failure(w, now, t.pending_since);
+    }
+    return;
   }
   switch (s.probe) {
     case Probe::none:

@@ -85,7 +85,9 @@ class Supervisor {
 
  private:
   static GangPolicy policy(const RunRecord& r) {
-    return {r.on_failure != "continue", 1 + std::max(0, r.restarts), std::chrono::milliseconds(r.lost_after_ms)};
+    GangPolicy p{r.on_failure != "continue", 1 + std::max(0, r.restarts), std::chrono::milliseconds(r.lost_after_ms)};
+    p.start_timeout = p.lost_after + std::chrono::seconds(60);
+    return p;
   }
   static std::vector<int> indices(const RunRecord& r) {
     std::vector<int> out;

@@ -75,7 +75,7 @@ assert_contains "$(cat "$SCRATCH/job.err")" "its jobs keep running"
 run_id=$(grep -o 'tpurun logs [^ ]* -f' "$SCRATCH/job.err" | awk '{print $3}')
 expect_exit 0 tpurun_as alice -C "$proj" logs "$run_id" -f
 assert_contains "$OUT" "step 8 "
-assert_contains "$ERR" "$last of $last workers exited 0"
+assert_contains "$ERR" "succeeded: all $last workers exited 0"
 bob_alive
 
 # -- Two users staging 10 times each, concurrently: no collisions.
