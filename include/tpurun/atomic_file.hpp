@@ -5,9 +5,11 @@
 
 namespace tpurun {
 
-// Writes `text` to `path`.tmp and renames it over `path`. Throws
-// std::runtime_error naming the path when any step fails; the old file is
-// then left as it was.
+// Writes `text` to a new, uniquely named temp file beside `path` (O_EXCL,
+// O_NOFOLLOW; mode 0666 narrowed by the umask), checks write, fsync and
+// close, then renames it over `path`. Throws std::runtime_error naming the
+// path when any step fails; the temp is then removed and the old file is
+// left as it was (a short write is never renamed into place).
 void write_file_atomic(const std::string& path, const std::string& text);
 
 // The whole file, or "" when it cannot be read.

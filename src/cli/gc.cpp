@@ -3,13 +3,50 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "cli/identity.hpp"
 #include "cli/report.hpp"
 #include "tpurun/duration.hpp"
+#include "tpurun/run_record.hpp"
+#include "tpurun/run_state.hpp"
 #include "tpurun/staging.hpp"
 #include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
+namespace {
+
+// Snapshot name -> the user's runs that may still use it (running, or about
+// to restart from it). A squatted logs dir stops gc here (UnsafeDirError).
+std::map<std::string, std::vector<SnapshotUser>> snapshots_in_use(const std::string& logs_root,
+                                                                 const std::string& user) {
+  std::map<std::string, std::vector<SnapshotUser>> in_use;
+  if (logs_root.empty()) return in_use;
+  for (const std::string& dir : list_run_dirs(logs_root, user)) {
+    if (!run_is_active(dir)) continue;
+    std::string staged;
+    try {
+      staged = read_run_record(dir).staged_dir;
+    } catch (const std::exception&) {
+      continue;  // run_is_active said no record is no run
+    }
+    if (staged.empty()) continue;
+    auto state = read_run_state(dir);
+    in_use[std::filesystem::path(staged).filename().string()].push_back(
+        {std::filesystem::path(dir).filename().string(), state ? to_string(state->verdict) : "running"});
+  }
+  return in_use;
+}
+
+std::string describe(const KeptSnapshot& kept) {
+  std::string runs;
+  for (const SnapshotUser& run : kept.runs) {
+    runs += fmt::format("{}run {} ({})", runs.empty() ? "" : ", ", run.run_id, run.state);
+  }
+  return fmt::format("kept {}: used by {}", kept.name, runs);
+}
+
+}  // namespace
 
 CLI::App* register_gc(CLI::App& app, GcOptions& o) {
   CLI::App* cmd = app.add_subcommand("gc", "Remove your snapshots older than a cutoff, and unused objects");
@@ -17,7 +54,8 @@ CLI::App* register_gc(CLI::App& app, GcOptions& o) {
   cmd->add_flag("--dry-run", o.dry_run, "List what would be removed; remove nothing");
   cmd->add_flag("--json", o.json, "Print the report as JSON");
   cmd->footer(R"(Only <staging_root>/<your user>/ is ever touched; other users' snapshots
-are never removed. A running job's snapshot younger than the cutoff is kept.
+are never removed. A snapshot that one of your runs may still use (running,
+or restarting) is kept whatever its age, and gc names the run.
 
 Examples:
   tpurun gc --dry-run
@@ -36,17 +74,28 @@ int run_gc(const GcOptions& o, Context& ctx) {
   request.older_than = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(o.older_than));
   request.now = std::chrono::system_clock::now();
   request.dry_run = o.dry_run;
+  request.in_use = snapshots_in_use(pod.logs_root, request.user);
   GcReport report = collect_garbage(request);
+  if (!report.refused.empty()) throw std::runtime_error(report.refused);
 
   if (o.json) {
+    nlohmann::json kept = nlohmann::json::array();
+    for (const KeptSnapshot& k : report.kept) {
+      nlohmann::json runs = nlohmann::json::array();
+      for (const SnapshotUser& run : k.runs) runs.push_back({{"run_id", run.run_id}, {"state", run.state}});
+      kept.push_back({{"snapshot", k.name}, {"runs", runs}});
+    }
     print_json(ctx.out, {{"dry_run", o.dry_run},
                          {"snapshots_removed", report.snapshots_removed},
+                         {"kept", kept},
+                         {"temps_removed", report.temps_removed},
                          {"objects_removed", report.objects_removed},
                          {"bytes_freed", report.bytes_freed},
                          {"errors", report.errors}});
   } else {
     const char* verb = o.dry_run ? "would remove" : "removed";
     for (const std::string& dir : report.snapshots_removed) fmt::print(ctx.out, "{} {}\n", verb, dir);
+    for (const KeptSnapshot& k : report.kept) fmt::print(ctx.out, "{}\n", describe(k));
     fmt::print(ctx.out, "{} {} snapshots and {} unused objects ({:.1f} MiB)\n", verb,
                report.snapshots_removed.size(), report.objects_removed, report.bytes_freed / 1048576.0);
     for (const std::string& error : report.errors) fmt::print(ctx.err, "tpurun: {}\n", error);

@@ -1,6 +1,9 @@
 #include "tpurun/run_record.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,12 +12,14 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
 #include "tpurun/atomic_file.hpp"
 #include "tpurun/run_state.hpp"
+#include "tpurun/safe_dir.hpp"
 #include "tpurun/suggest.hpp"
 
 namespace fs = std::filesystem;
@@ -22,13 +27,32 @@ namespace fs = std::filesystem;
 namespace tpurun {
 namespace {
 
-void make_dir(const std::string& path, mode_t mode, bool exclusive) {
-  if (::mkdir(path.c_str(), mode) == 0) {
-    ::chmod(path.c_str(), mode);  // umask must not narrow what other workers need
-    return;
+// <logs_root>/<user>, which must be the caller's own (see safe_dir.hpp); nullopt
+// when it does not exist yet. Throws UnsafeDirError when another user owns it,
+// it is a symlink, or others can write it.
+std::optional<SafeDir> open_user_logs(const std::string& logs_root, const std::string& user) {
+  if (!is_plain_name(user)) throw std::runtime_error(fmt::format("invalid user name '{}'", user));
+  auto dir = open_own_path(logs_root, {user}, Create::never);
+  if (dir) return std::move(*dir);
+  if (dir.error().kind == DirProblem::Kind::missing) return std::nullopt;
+  throw UnsafeDirError(dir.error());
+}
+
+std::vector<std::string> dir_names(int fd) {
+  std::vector<std::string> names;
+  DIR* dir = ::fdopendir(::dup(fd));
+  if (dir == nullptr) return names;
+  while (const dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
   }
-  if (errno == EEXIST && !exclusive) return;
-  throw std::runtime_error(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+  ::closedir(dir);
+  return names;
+}
+
+// A directory, not a symlink to one; `st` gets its lstat.
+bool is_real_dir(int dir_fd, const std::string& name, struct stat& st) {
+  return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
 }  // namespace
@@ -57,17 +81,18 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
 
 std::string create_log_dir(const std::string& logs_root, const std::string& user,
                            const std::string& project, const std::string& run_id) {
-  if (!fs::is_directory(logs_root)) {
-    throw std::runtime_error(fmt::format("logs_root {} is not a directory on this host — is the shared "
-                                         "(NFS) mount there?", logs_root));
+  auto project_dir = open_own_path(logs_root, {user, project}, Create::if_missing);
+  if (!project_dir) {
+    const DirProblem& p = project_dir.error();
+    if (p.parent && p.kind == DirProblem::Kind::missing) {
+      throw std::runtime_error(fmt::format("logs_root {} is not a directory on this host — is the shared "
+                                           "(NFS) mount there?", logs_root));
+    }
+    throw UnsafeDirError(p);
   }
-  const std::string user_dir = logs_root + "/" + user;
-  const std::string project_dir = user_dir + "/" + project;
-  make_dir(user_dir, 0755, false);
-  make_dir(project_dir, 0755, false);
-  const std::string dir = project_dir + "/" + run_id;
-  make_dir(dir, 0755, true);
-  return dir;
+  auto run_dir = open_own_dir(*project_dir, run_id, Create::exclusive);
+  if (!run_dir) throw UnsafeDirError(run_dir.error());
+  return logs_root + "/" + user + "/" + project + "/" + run_id;
 }
 
 void write_run_record(const RunRecord& r, const std::string& git_diff) {
@@ -125,11 +150,22 @@ RunRecord read_run_record(const std::string& log_dir) {
 
 std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::string& user) {
   std::vector<std::pair<std::string, std::string>> runs;  // (run id, dir)
-  std::error_code ec;
-  for (const auto& project : fs::directory_iterator(logs_root + "/" + user, ec)) {
-    if (!project.is_directory(ec)) continue;
-    for (const auto& run : fs::directory_iterator(project.path(), ec)) {
-      if (fs::exists(run.path() / "run.json", ec)) runs.emplace_back(run.path().filename(), run.path());
+  auto user_dir = open_user_logs(logs_root, user);
+  if (!user_dir) return {};
+  const std::string base = logs_root + "/" + user;
+  for (const std::string& project : dir_names(user_dir->fd.get())) {
+    struct stat st {};
+    if (!is_real_dir(user_dir->fd.get(), project, st)) continue;
+    // Only the caller's own, private project dirs; anything else stops here.
+    auto project_dir = open_own_dir(*user_dir, project, Create::never);
+    if (!project_dir) throw UnsafeDirError(project_dir.error());
+    for (const std::string& run : dir_names(project_dir->fd.get())) {
+      if (!is_real_dir(project_dir->fd.get(), run, st)) continue;
+      const std::string dir = base + "/" + project + "/" + run;
+      if (auto bad = check_own_dir(st, dir)) throw UnsafeDirError(*bad);
+      std::string record = run + "/run.json";
+      if (::fstatat(project_dir->fd.get(), record.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      runs.emplace_back(run, dir);
     }
   }
   // Run ids start with the UTC time, so name order is time order.

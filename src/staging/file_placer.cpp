@@ -38,7 +38,7 @@ FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store)
       targets_(tree_fd, true),
       store_(store),
       buffer_(new char[kBufferSize]),
-      fix_mode_((current_umask() & 0555) != 0) {}
+      umask_(current_umask()) {}
 
 Result<Placed, StageError> FilePlacer::place(const SourceFile& file,
                                              const std::optional<ContentHash>& cached) {
@@ -123,8 +123,11 @@ Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_f
     // A short read of a regular file means end of file: save the extra read.
     if (static_cast<size_t>(n) < kBufferSize && total >= file.stamp.size) break;
   }
-  if (fix_mode_ && ::fchmod(target.get(), object_mode(file)) != 0) {
-    return unexpected(write_error(file.path, errno));
+  // The umask narrows the object's mode (open did that); only when it would
+  // take the owner's own read (or exec) bit are those given back.
+  if ((umask_ & 0500) != 0) {
+    mode_t mode = (object_mode(file) & ~umask_) | (object_mode(file) & 0500);
+    if (::fchmod(target.get(), mode) != 0) return unexpected(write_error(file.path, errno));
   }
   if (::close(target.release()) != 0) return unexpected(write_error(file.path, errno));
   ContentHash hash = hasher_.digest();

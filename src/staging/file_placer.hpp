@@ -40,7 +40,7 @@ class FilePlacer {
   ObjectStore& store_;
   std::unique_ptr<char[]> buffer_;
   Hasher hasher_;
-  bool fix_mode_;  // the umask would strip bits from the 0444/0555 we ask for
+  mode_t umask_;
 };
 
 StageError write_error(const std::string& path, int err);

@@ -11,16 +11,6 @@
 
 namespace tpurun::staging {
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) reset(std::exchange(other.fd_, -1));
-  return *this;
-}
-
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 std::string errno_text(int err) { return std::strerror(err); }
 
 int open_dir_at(int dir_fd, const char* name) {
@@ -72,28 +62,36 @@ struct Removal {
     ::closedir(dir);
   }
 
+  // Every step is on an fd of what was looked at: a symlink swapped in for a
+  // directory is unlinked, never followed, and never chmod'ed through.
   void remove_entry(int parent_fd, const char* name, const std::string& path, unsigned char type) {
     struct stat st {};
-    bool need_stat = type == DT_UNKNOWN || type == DT_DIR || bytes_freed != nullptr;
-    if (need_stat) {
-      if (::fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (type == DT_DIR || type == DT_UNKNOWN || bytes_freed != nullptr) {
+      UniqueFd at(::openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (!at || ::fstat(at.get(), &st) != 0) {
         if (errno != ENOENT) fail(errno, path);
         return;
       }
-      type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+      if (S_ISDIR(st.st_mode)) return remove_dir(parent_fd, name, path, at.get(), st);
     }
-    if (type != DT_DIR) {
-      if (::unlinkat(parent_fd, name, 0) == 0) {
-        if (bytes_freed != nullptr && S_ISREG(st.st_mode) && st.st_nlink == 1)
-          *bytes_freed += st.st_size;
-      } else if (errno != ENOENT) {
-        fail(errno, path);
-      }
-      return;
+    if (::unlinkat(parent_fd, name, 0) == 0) {
+      if (bytes_freed != nullptr && S_ISREG(st.st_mode) && st.st_nlink == 1)
+        *bytes_freed += st.st_size;
+    } else if (errno != ENOENT) {
+      fail(errno, path);
     }
-    if ((st.st_mode & S_IRWXU) != S_IRWXU)
-      ::fchmodat(parent_fd, name, (st.st_mode & 07777) | S_IRWXU, 0);
-    UniqueFd fd(open_dir_at(parent_fd, name));
+  }
+
+  // `at` is an O_PATH fd of the directory. Snapshots are read-only, so it is
+  // made user-writable first: through /proc/self/fd, as fchmod refuses O_PATH
+  // fds, and that names exactly the inode opened.
+  void remove_dir(int parent_fd, const char* name, const std::string& path, int at,
+                  const struct stat& st) {
+    if ((st.st_mode & S_IRWXU) != S_IRWXU) {
+      std::string self = fmt::format("/proc/self/fd/{}", at);
+      if (::chmod(self.c_str(), (st.st_mode & 07777) | S_IRWXU) != 0) return fail(errno, path);
+    }
+    UniqueFd fd(::openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd) return fail(errno, path);
     empty_dir(fd.get(), path);
     if (::unlinkat(parent_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT) fail(errno, path);

@@ -12,6 +12,7 @@
 
 #include "staging/fs_util.hpp"
 #include "staging/snapshot_name.hpp"
+#include "tpurun/safe_dir.hpp"
 #include "tpurun/staging.hpp"
 
 namespace tpurun {
@@ -92,6 +93,10 @@ class Collector {
         // The newer of the two times, so that a touched snapshot stays.
         auto when = std::max(mtime_of(st), snapshot_name_time(name).value_or(Clock::time_point{}));
         if (when >= now_ - request_.older_than) continue;
+        if (auto used = request_.in_use.find(name); used != request_.in_use.end()) {
+          report_.kept.push_back({name, used->second});
+          continue;
+        }
         report_.snapshots_removed.push_back(name);
         if (request_.dry_run) {
           UniqueFd dir(open_dir_at(user_fd_, name.c_str()));
@@ -168,27 +173,26 @@ GcReport collect_garbage(const GcRequest& request) {
   GcReport report;
   if (request.user.empty() || request.user == "." || request.user == ".." ||
       request.user.find('/') != std::string::npos) {
-    report.errors.push_back("invalid user name: '" + request.user + "'");
+    report.refused = "invalid user name: '" + request.user + "'";
     return report;
   }
-  UniqueFd root(::open(request.staging_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) {
-    report.errors.push_back("cannot open the staging root " + request.staging_root + ": " +
-                            errno_text(errno));
-    return report;
-  }
-  UniqueFd user(open_dir_at(root.get(), request.user.c_str()));
+  auto user = open_own_path(request.staging_root, {request.user}, Create::never);
   if (!user) {
-    if (errno != ENOENT)
-      report.errors.push_back("cannot open " + request.user + ": " + errno_text(errno));
+    const DirProblem& p = user.error();
+    if (p.kind == DirProblem::Kind::missing && !p.parent) return report;  // nothing staged yet
+    report.refused = p.parent && !p.unsafe() ? "cannot open the staging root " +
+                                                     request.staging_root + ": " + errno_text(p.err)
+                                               : p.message();
     return report;
   }
-  Collector collector(request, user.get(), report);
+  Collector collector(request, user->fd.get(), report);
   collector.snapshots_and_temps();
-  UniqueFd objects(open_dir_at(user.get(), ".objects"));
+  auto objects = open_own_dir(*user, ".objects", Create::never);
   if (objects) {
-    collector.object_temps(objects.get());
-    collector.unreferenced_objects(objects.get());
+    collector.object_temps(objects->fd.get());
+    collector.unreferenced_objects(objects->fd.get());
+  } else if (objects.error().kind != DirProblem::Kind::missing) {
+    report.errors.push_back(objects.error().message());
   }
   return report;
 }

@@ -47,16 +47,12 @@ int copy_fd(int from, int to) {
 
 }  // namespace
 
-Result<ObjectStore, std::string> ObjectStore::open(int user_dir_fd) {
-  if (::mkdirat(user_dir_fd, ".objects", 0755) != 0 && errno != EEXIST) {
-    return unexpected("cannot create the object store .objects: " + errno_text(errno));
-  }
-  UniqueFd fd(open_dir_at(user_dir_fd, ".objects"));
-  if (!fd) return unexpected("cannot open the object store .objects: " + errno_text(errno));
-  if (::mkdirat(fd.get(), "tmp", 0755) != 0 && errno != EEXIST) {
-    return unexpected("cannot create .objects/tmp: " + errno_text(errno));
-  }
-  return ObjectStore(std::move(fd));
+Result<ObjectStore, std::string> ObjectStore::open(const SafeDir& user_dir) {
+  auto objects = open_own_dir(user_dir, ".objects", Create::if_missing);
+  if (!objects) return unexpected(objects.error().message());
+  auto tmp = open_own_dir(*objects, "tmp", Create::if_missing);
+  if (!tmp) return unexpected(tmp.error().message());
+  return ObjectStore(std::move(objects->fd));
 }
 
 ObjectName::ObjectName(const ContentHash& hash, bool executable) {

@@ -15,6 +15,7 @@
 #include "staging/content_hash.hpp"
 #include "staging/fs_util.hpp"
 #include "tpurun/result.hpp"
+#include "tpurun/safe_dir.hpp"
 
 namespace tpurun::staging {
 
@@ -33,8 +34,9 @@ class ObjectName {
 
 class ObjectStore {
  public:
-  // Opens <user_dir>/.objects, creating it (and .objects/tmp) if missing.
-  static Result<ObjectStore, std::string> open(int user_dir_fd);
+  // Opens <user_dir>/.objects, creating it (and .objects/tmp) if missing;
+  // both must be the caller's own (see safe_dir.hpp).
+  static Result<ObjectStore, std::string> open(const SafeDir& user_dir);
 
   // Hard-links the object to dir_fd/name. 0, or errno: ENOENT when the store
   // does not have it (never stored, or collected); EMLINK, EXDEV, EPERM when

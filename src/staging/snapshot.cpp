@@ -20,6 +20,7 @@
 #include "staging/snapshot_build.hpp"
 #include "staging/snapshot_name.hpp"
 #include "staging/stat_cache.hpp"
+#include "tpurun/safe_dir.hpp"
 #include "tpurun/staging.hpp"
 
 namespace tpurun {
@@ -52,25 +53,19 @@ std::optional<StageError> check_user(const std::string& user) {
   return std::nullopt;
 }
 
-Result<UniqueFd, StageError> open_user_dir(const SnapshotRequest& request) {
-  UniqueFd root(::open(request.staging_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) {
-    return unexpected(StageError{"cannot open the staging root " + request.staging_root + ": " +
-                                 errno_text(errno) + " (is the shared file system mounted?)"});
-  }
-  if (::mkdirat(root.get(), request.user.c_str(), 0755) == 0) {
-    ::fchmodat(root.get(), request.user.c_str(), 0755, 0);  // whatever the umask
-  } else if (errno != EEXIST) {
-    return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user +
-                                 ": " + errno_text(errno)});
-  }
-  UniqueFd user(open_dir_at(root.get(), request.user.c_str()));
+// <staging_root>/<user>, created private (kPrivateDirMode, narrowed by the
+// umask) and checked to be the caller's own: another user's directory there
+// (made before our first stage) is refused, with the command that fixes it.
+Result<SafeDir, StageError> open_user_dir(const SnapshotRequest& request) {
+  auto user = open_own_path(request.staging_root, {request.user}, Create::if_missing);
   if (!user) {
-    return unexpected(StageError{
-        "cannot open " + request.staging_root + "/" + request.user + ": " + errno_text(errno) +
-        (errno == ELOOP ? " (it must be a directory, not a symlink)" : "")});
+    const DirProblem& p = user.error();
+    if (p.parent && !p.unsafe())
+      return unexpected(StageError{"cannot open the staging root " + request.staging_root + ": " +
+                                   errno_text(p.err) + " (is the shared file system mounted?)"});
+    return unexpected(StageError{p.message()});
   }
-  return user;
+  return std::move(*user);
 }
 
 std::int64_t realtime_ns() {
@@ -153,7 +148,7 @@ Result<StagedSnapshot, StageError> stage(
 
   auto user_fd = open_user_dir(request);
   if (!user_fd) return unexpected(user_fd.error());
-  auto store = ObjectStore::open(user_fd->get());
+  auto store = ObjectStore::open(*user_fd);
   if (!store) return unexpected(StageError{store.error()});
   StatCache cache = StatCache::load(request.stat_cache_dir, canonical(request.source_dir));
   cache.set_racy_after(started_ns - kRacyWindowNs);
@@ -165,31 +160,30 @@ Result<StagedSnapshot, StageError> stage(
   const std::string sha = short_sha(listing->git);
   std::string name = snapshot_name(now, suffix(), sha);
   std::string temp;
+  Result<SafeDir, DirProblem> tree = unexpected(DirProblem{});
   for (int attempt = 0;; ++attempt) {
     temp = fmt::format(".tmp-{}-{}", name, ::getpid());
-    if (::mkdirat(user_fd->get(), temp.c_str(), 0755) == 0) break;
-    if (errno != EEXIST || attempt == kNameAttempts) {
-      return unexpected(StageError{"cannot create " + request.staging_root + "/" + request.user +
-                                   "/" + temp + ": " + errno_text(errno)});
-    }
+    tree = open_own_dir(*user_fd, temp, Create::exclusive);
+    if (tree) break;
+    if (tree.error().err != EEXIST || attempt == kNameAttempts)
+      return unexpected(StageError{tree.error().message()});
     name = snapshot_name(now, suffix(), sha);  // another thread of ours builds this name
   }
-  TempDirGuard guard(user_fd->get(), temp);
-  UniqueFd tree_fd(open_dir_at(user_fd->get(), temp.c_str()));
-  if (!tree_fd) return unexpected(write_error(temp, errno));
+  TempDirGuard guard(user_fd->fd.get(), temp);
+  const int tree_fd = tree->fd.get();
 
   constexpr unsigned kDefaultThreads = 8;  // see SnapshotRequest::threads
   unsigned threads = request.threads != 0 ? request.threads : kDefaultThreads;
   auto known = cache.known_hashes(files);
   auto filled = fill_tree(
-      TreeInput{files, source_fd.get(), tree_fd.get(), *store, known, cancel, progress, threads});
+      TreeInput{files, source_fd.get(), tree_fd, *store, known, cancel, progress, threads});
   if (!filled) return unexpected(filled.error());
-  if (int err = make_read_only(tree_fd.get(), files); err != 0)
+  if (int err = make_read_only(tree_fd, files); err != 0)
     return unexpected(write_error(temp, err));
   if (cancel.cancelled()) return unexpected(cancelled_error());
 
   for (int attempt = 0;; ++attempt) {
-    int err = rename_no_replace(user_fd->get(), temp, name);
+    int err = rename_no_replace(user_fd->fd.get(), temp, name);
     if (err == 0) break;
     if ((err != EEXIST && err != ENOTEMPTY) || attempt == kNameAttempts) {
       return unexpected(

@@ -1,5 +1,6 @@
 #include "staging/snapshot_build.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -97,6 +98,13 @@ class TreeFill {
   std::chrono::steady_clock::time_point last_report_ = std::chrono::steady_clock::now();
 };
 
+// Read-only as the umask made it: write bits go, no bit is added.
+int remove_write_bits(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return errno;
+  return ::fchmod(fd, st.st_mode & 07555) == 0 ? 0 : errno;
+}
+
 }  // namespace
 
 Result<FilledTree, StageError> fill_tree(const TreeInput& input) { return TreeFill(input).run(); }
@@ -111,9 +119,11 @@ int make_read_only(int tree_fd, const std::vector<SourceFile>& files) {
     }
   }
   for (const std::string& dir : dirs) {
-    if (::fchmodat(tree_fd, dir.c_str(), 0555, 0) != 0) return errno;
+    UniqueFd fd(::openat(tree_fd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return errno;
+    if (int err = remove_write_bits(fd.get()); err != 0) return err;
   }
-  return ::fchmod(tree_fd, 0555) == 0 ? 0 : errno;
+  return remove_write_bits(tree_fd);
 }
 
 ContentHash tree_hash(const std::vector<SourceFile>& files,

@@ -36,7 +36,8 @@ struct FilledTree {
 // On error the tree is left as is; the caller removes it.
 Result<FilledTree, StageError> fill_tree(const TreeInput& input);
 
-// Directories 0555 (files are read-only objects already). 0 or errno.
+// Takes the write bits off every directory (files are read-only objects
+// already); the umask decided the rest. 0 or errno.
 int make_read_only(int tree_fd, const std::vector<SourceFile>& files);
 
 // XXH3-128 over the sorted (path, mode, content hash or link target) list.

@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "staging/fs_util.hpp"
+#include "tpurun/atomic_file.hpp"
 
 namespace tpurun::staging {
 namespace {
@@ -153,24 +153,10 @@ std::string StatCache::save() const {
 
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  std::string temp = fmt::format("{}.tmp-{}-{:08x}", file_, ::getpid(), std::random_device{}());
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd) return "cannot write the stat cache " + temp + ": " + errno_text(errno);
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::write(fd.get(), out.data() + done, out.size() - done);
-    if (n <= 0) {
-      int err = n < 0 ? errno : ENOSPC;
-      ::unlink(temp.c_str());
-      return "cannot write the stat cache " + temp + ": " + errno_text(err);
-    }
-    done += static_cast<size_t>(n);
-  }
-  fd.reset();
-  if (::rename(temp.c_str(), file_.c_str()) != 0) {
-    int err = errno;
-    ::unlink(temp.c_str());
-    return "cannot replace the stat cache " + file_ + ": " + errno_text(err);
+  try {
+    write_file_atomic(file_, out);
+  } catch (const std::exception& e) {
+    return std::string("stat cache not saved: ") + e.what();
   }
   return "";
 }

@@ -120,6 +120,42 @@ TEST_F(GcTest, StaleTempDirsOfDeadStagingsGoFreshOnesStay) {
   EXPECT_TRUE(fs::exists(live));
 }
 
+TEST_F(GcTest, KeepsASnapshotThatARunMayStillUseAndSaysWhich) {
+  // given: two old snapshots, one used by a run that is still going
+  write("a.py", "a\n");
+  StagedSnapshot used = stage_aged(std::chrono::hours(24 * 30));
+  StagedSnapshot unused = stage_aged(std::chrono::hours(24 * 30));
+  GcRequest request = gc_request();
+  request.in_use[used.name] = {{"R1", "running"}, {"R2", "restarting"}};
+
+  // when
+  GcReport report = collect_garbage(request);
+
+  // then: only the unused one goes; the kept one names its runs
+  EXPECT_THAT(report.snapshots_removed, ElementsAre(unused.name));
+  ASSERT_EQ(report.kept.size(), 1u);
+  EXPECT_EQ(report.kept[0].name, used.name);
+  ASSERT_EQ(report.kept[0].runs.size(), 2u);
+  EXPECT_EQ(report.kept[0].runs[1].run_id, "R2");
+  EXPECT_EQ(report.kept[0].runs[1].state, "restarting");
+  EXPECT_EQ(read(used.dir + "/a.py"), "a\n");
+}
+
+TEST_F(GcTest, RefusesAUserDirOfAnotherOwnerOrModeAndRemovesNothing) {
+  // given: an old snapshot, then the user dir made writable by everyone
+  write("a.py", "a\n");
+  StagedSnapshot old = stage_aged(std::chrono::hours(24 * 30));
+  ASSERT_EQ(::chmod((staging_ + "/alice").c_str(), 0777), 0);
+
+  // when
+  GcReport report = collect_garbage(gc_request());
+
+  // then
+  EXPECT_THAT(report.refused, ::testing::HasSubstr("chmod go-w " + staging_ + "/alice"));
+  EXPECT_THAT(report.snapshots_removed, IsEmpty());
+  EXPECT_TRUE(fs::exists(old.dir + "/a.py"));
+}
+
 TEST_F(GcTest, MissingUserDirIsNothingToDo) {
   GcReport report = collect_garbage(gc_request());
   EXPECT_THAT(report.snapshots_removed, IsEmpty());

@@ -142,7 +142,73 @@ TEST_F(SnapshotTest, SnapshotIsReadOnly) {
   EXPECT_EQ(lstat_of(s.dir + "/deep/er").st_mode & 07777, 0555u);
   EXPECT_EQ(lstat_of(s.dir + "/a.py").st_mode & 07777, 0444u);
   EXPECT_EQ(lstat_of(s.dir + "/run.sh").st_mode & 07777, 0555u);
-  EXPECT_EQ(lstat_of(staging_ + "/alice").st_mode & 07777, 0755u);
+  // The per-user dir is private (0700 narrowed by the umask, 022 here).
+  EXPECT_EQ(lstat_of(staging_ + "/alice").st_mode & 07777, 0700u);
+}
+
+// Restores the process umask at the end of a test.
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t mask) : old_(::umask(mask)) {}
+  ~ScopedUmask() { ::umask(old_); }
+
+ private:
+  mode_t old_;
+};
+
+TEST_F(SnapshotTest, ModesHonourTheUmaskAndNeverAddBitsForOthers) {
+  // given: a umask that keeps everything from group and others
+  ScopedUmask mask(077);
+  write("a.py", "a\n");
+  write("run.sh", "r\n", 0755);
+  write("deep/c.py", "c\n");
+
+  // when
+  StagedSnapshot s = stage_ok();
+
+  // then: read-only for the owner, nothing for anyone else
+  EXPECT_EQ(lstat_of(s.dir).st_mode & 07777, 0500u);
+  EXPECT_EQ(lstat_of(s.dir + "/deep").st_mode & 07777, 0500u);
+  EXPECT_EQ(lstat_of(s.dir + "/a.py").st_mode & 07777, 0400u);
+  EXPECT_EQ(lstat_of(s.dir + "/run.sh").st_mode & 07777, 0500u);
+  EXPECT_EQ(lstat_of(staging_ + "/alice").st_mode & 07777, 0700u);
+  EXPECT_EQ(lstat_of(staging_ + "/alice/.objects").st_mode & 07777, 0700u);
+}
+
+TEST_F(SnapshotTest, RefusesAUserDirThatOthersCanWriteAndWritesNothingThere) {
+  // given: <staging>/alice made writable by everyone (as a squatter would)
+  ASSERT_EQ(::mkdir((staging_ + "/alice").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod((staging_ + "/alice").c_str(), 0777), 0);
+  write("a.py", "a\n");
+
+  // when
+  auto staged = stage(request());
+
+  // then: refused, naming the path, its mode and the fix; nothing written
+  ASSERT_FALSE(staged.ok());
+  EXPECT_NE(staged.error().message.find(staging_ + "/alice is writable by group or others"),
+            std::string::npos)
+      << staged.error().message;
+  EXPECT_NE(staged.error().message.find("mode 0777"), std::string::npos);
+  EXPECT_NE(staged.error().message.find("chmod go-w " + staging_ + "/alice"), std::string::npos);
+  EXPECT_TRUE(user_dir_entries().empty());
+}
+
+TEST_F(SnapshotTest, RefusesASymlinkAsTheUserDir) {
+  // given: <staging>/alice is a symlink to a directory elsewhere
+  std::string elsewhere = scratch_ + "/elsewhere";
+  ASSERT_EQ(::mkdir(elsewhere.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(elsewhere.c_str(), (staging_ + "/alice").c_str()), 0);
+  write("a.py", "a\n");
+
+  // when
+  auto staged = stage(request());
+
+  // then
+  ASSERT_FALSE(staged.ok());
+  EXPECT_NE(staged.error().message.find("is a symlink to " + elsewhere), std::string::npos)
+      << staged.error().message;
+  EXPECT_TRUE(fs::is_empty(elsewhere));
 }
 
 TEST_F(SnapshotTest, NameHasTimeRandomShaAndCodeLikeRunStaging) {

@@ -1,0 +1,83 @@
+// DirProblem::message: what is wrong with a directory on the shared root, and
+// the one command that fixes it.
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tpurun/safe_dir.hpp"
+
+namespace tpurun {
+namespace {
+
+// `sudo ` unless the caller owns the thing (then they can fix it themselves).
+std::string sudo(const DirProblem& p) { return p.owner_is_caller ? "" : "sudo "; }
+
+std::string who_fixes(const DirProblem& p) {
+  return p.owner_is_caller ? "Fix it with" : "An admin must fix it with";
+}
+
+}  // namespace
+
+std::string DirProblem::message() const {
+  const std::string facts = fmt::format("owner {}, mode {:04o}", owner, mode);
+  switch (kind) {
+    case Kind::missing:
+      return fmt::format("{} does not exist{}", path,
+                         parent ? " (is the shared file system mounted?)" : "");
+    case Kind::io:
+      if (err == EEXIST) return fmt::format("{} exists already", path);
+      return fmt::format("cannot open {}: {}", path, std::strerror(err));
+    case Kind::symlink:
+    case Kind::not_directory: {
+      std::string what = kind == Kind::symlink
+                             ? fmt::format("is a symlink{} ({})",
+                                           link_target.empty() ? "" : " to " + link_target, facts)
+                             : fmt::format("is not a directory ({})", facts);
+      if (parent) {
+        return fmt::format("{} {}, where tpurun expects a directory; tpurun never follows a "
+                           "symlink it did not resolve itself. {}: {}rm {}",
+                           path, what, who_fixes(*this), sudo(*this), path);
+      }
+      return fmt::format("{} {}: tpurun keeps your files only in a directory of your own. "
+                         "{}: {}rm {}",
+                         path, what,
+                         owner_is_caller ? "Fix it with" : "Another user may have planted it; an "
+                                                           "admin must remove it with",
+                         sudo(*this), path);
+    }
+    case Kind::foreign_owner:
+      if (parent) {
+        return fmt::format("{} is owned by {} ({}): that user could swap the shared root or what "
+                           "is in it. An admin must make it root's: sudo chown root {}",
+                           path, owner, facts, path);
+      }
+      if (path.ends_with("/" + owner)) {
+        // It is named after its owner: the dir is fine, tpurun runs as someone
+        // else (USER says one user, the uid another). Never advise removing it.
+        return fmt::format("{} belongs to {} ({}), but tpurun runs as {}: run tpurun as {} "
+                           "(tpurun takes the user from $USER)",
+                           path, owner, facts, caller, owner);
+      }
+      return fmt::format("{} is not yours ({}): another user may have created it to read or "
+                         "replace your code and logs, so tpurun will not use it. An admin must "
+                         "remove it: sudo rm -rf {}",
+                         path, facts, path);
+    case Kind::writable:
+      if (parent) {
+        return fmt::format("{} is writable by others without the sticky bit ({}): any user could "
+                           "rename what is in it. {}: {}chmod +t {}",
+                           path, facts, who_fixes(*this), sudo(*this), path);
+      }
+      return fmt::format("{} is writable by group or others ({}): another user could replace "
+                         "what tpurun writes there. Fix it with: chmod go-w {}",
+                         path, facts, path);
+  }
+  return path + ": unsafe directory";
+}
+
+UnsafeDirError::UnsafeDirError(DirProblem problem)
+    : std::runtime_error(problem.message()), problem_(std::move(problem)) {}
+
+}  // namespace tpurun
