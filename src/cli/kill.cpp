@@ -19,6 +19,7 @@
 #include "tpurun/printer.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/run_state.hpp"
+#include "tpurun/safe_dir.hpp"
 #include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
@@ -96,13 +97,21 @@ void stop_run_watchers(const Target& target, const std::string& run, LinePrinter
   if (!run.empty()) {
     try {
       stop_watcher(find_run_dir(target.pod.logs_root, user, run), printer);
+    } catch (const UnsafeDirError& e) {
+      printer.note(std::string("the run's watcher was not told (its log dir is unsafe): ") + e.what());
     } catch (const std::exception&) {
       // not one of this user's recorded runs: kill by TPURUN_RUN_ID alone
     }
     return;
   }
   if (target.workers.size() != target.pod.workers.size()) return;  // part of a gang: its watcher decides
-  for (const std::string& dir : list_run_dirs(target.pod.logs_root, user)) {
+  std::vector<std::string> dirs;
+  try {
+    dirs = list_run_dirs(target.pod.logs_root, user);
+  } catch (const UnsafeDirError& e) {
+    printer.note(std::string("run watchers were not told (your logs dir is unsafe): ") + e.what());
+  }
+  for (const std::string& dir : dirs) {
     auto state = read_run_state(dir);
     if (!state || is_final(state->verdict)) continue;
     try {

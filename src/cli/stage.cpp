@@ -18,6 +18,7 @@
 #include "tpurun/atomic_file.hpp"
 #include "tpurun/run_env.hpp"
 #include "tpurun/run_state.hpp"
+#include "tpurun/safe_dir.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/staging.hpp"
 #include "tpurun/worker_select.hpp"
@@ -180,6 +181,10 @@ int run_stage(const StageOptions& o, Context& ctx) {
     return 0;
   }
 
+  // A squatted logs dir stops the run before anything is snapshotted.
+  if (auto logs = open_own_path(target.pod.logs_root, {user}, Create::if_missing); !logs && logs.error().unsafe()) {
+    throw UnsafeDirError(logs.error());
+  }
   auto transport = ctx.make_transport(target.pod);
   if (!o.skip_preflight) {
     run_preflight(target.pod, target.workers, *transport, {o.kill_previous, o.target.fanout}, printer, ctx);
