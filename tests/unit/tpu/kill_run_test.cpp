@@ -23,6 +23,12 @@ hold 100 /dev/accel0
 hold 101 /dev/accel0
 lock 1 1001 alice 3 1 100
 logs 0
+begin start
+1 7
+100 5000
+101 5003
+900 9000
+end start
 begin pinfo
     100  1001 alice   100   100     1    50 python3 train.py
     101  1001 alice   100   100   100    50 python3 train.py
@@ -86,7 +92,8 @@ TEST(KillOnWorkersTest, KillsOwnJobLeavesOthersAndCleansTheStaleLock) {
   EXPECT_TRUE(has_arg(w0[0], "kill"));
   EXPECT_EQ(script_kind(w0[1]), "TPURUN-KILL");
   EXPECT_EQ(w0[1].command_line.find("sudo"), std::string::npos) << w0[1].command_line;
-  for (const char* arg : {"200", "g:100", "100:1001:100", "101:1001:100"}) {
+  // grace in centiseconds, no audit, the group, each victim with its start time
+  for (const char* arg : {"200", "0", "g:100", "100:1001:100:5000", "101:1001:100:5003"}) {
     EXPECT_TRUE(has_arg(w0[1], arg)) << arg << " in " << w0[1].command_line;
   }
   EXPECT_EQ(script_kind(w0[2]), "TPURUN-SCAN");
