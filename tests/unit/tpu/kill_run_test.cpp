@@ -152,7 +152,27 @@ TEST(KillOnWorkersTest, ForceSignalsOtherUsersViaSudoAfterTheAudit) {
   ASSERT_GE(ran.size(), 2u);
   EXPECT_EQ(ran[1].command.command_line.rfind("exec sudo -n sh -s -- ", 0), 0u)
       << ran[1].command.command_line;
+  EXPECT_TRUE(has_arg(ran[1].command, "1")) << "the worker must audit too: " << ran[1].command.command_line;
   EXPECT_EQ(reports[0].gone_term.size(), 3u);
+}
+
+// The worker's syslog refused the record: the kill script signalled nothing,
+// and the report says so instead of "signalled".
+TEST(KillOnWorkersTest, WorkerSyslogRefusedMeansNothingWasSignalled) {
+  ScriptedTransport transport([](int, const RemoteCommand& c) -> ScriptedReply {
+    const std::string kind = script_kind(c);
+    if (kind == "TPURUN-SCAN") return {kBobHoldsEverything, "", 0};
+    if (kind == "TPURUN-KILL")
+      return {"TPURUN-KILL 1\nskipped 406 audit-failed\nskipped 407 audit-failed\nend\n", "", 0};
+    return {"TPURUN-CLEAN 1\nend\n", "", 0};
+  });
+  KillRequest r = request();
+  r.options.force = true;
+  auto reports = kill_on_workers(make_workers(1), transport, 1, CancelToken(), r);
+  EXPECT_FALSE(reports[0].signalled);
+  EXPECT_TRUE(reports[0].audit_failed);
+  EXPECT_NE(reports[0].error.find("nothing was signalled"), std::string::npos) << reports[0].error;
+  EXPECT_EQ(reports[0].state, TpuState::busy_other);
 }
 
 TEST(KillOnWorkersTest, RefusedAuditMeansNothingIsSignalled) {

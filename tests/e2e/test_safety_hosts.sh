@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Issue 9, the hosts half: attacks by bob (another user of the pod's hosts and
+# of the shared mount) on alice, an admin, and what stops them.
+#  - a symlink planted at the old shared audit log path cannot redirect
+#    `kill --force --yes` into alice's ~/.bashrc: the record goes to alice's
+#    own audit file and, as root, to the worker's syslog;
+#  - with no syslog on a worker, --force signals nothing there;
+#  - a link target with a newline (a file bob opens in his own mount
+#    namespace) cannot forge a `hold` record that points alice's status and
+#    kill at one of her unrelated processes.
+source "$(dirname "$0")/lib.sh"
+require_tpurun
+((FAKEPOD_WORKERS >= 4)) || skip "needs 4 workers, the pod has $FAKEPOD_WORKERS"
+
+alive() {  # W PID
+  # shellcheck disable=SC2016
+  wexec "$1" -- sh -c '[ -e /proc/$1 ] && ! grep -q "^State:.*Z" /proc/$1/status' _ "$2" 2>/dev/null
+}
+
+# ------------------------------------------------------------------ planted audit-log symlink
+bashrc=$(user_home alice)/.bashrc
+[[ -f $bashrc ]] || install -m 644 -o alice -g "$(id -gn alice)" /dev/null "$bashrc"
+bashrc_sum=$(sha256sum <"$bashrc")
+cp -p "$bashrc" "$SCRATCH/bashrc.saved"
+on_exit "cp -p '$SCRATCH/bashrc.saved' '$bashrc'"  # should this test ever fail
+planted=$FAKEPOD_NFS/logs/tpurun-audit.log
+if [[ -e $planted || -L $planted ]]; then
+  mv "$planted" "$SCRATCH/audit.log.saved"
+  on_exit "mv -f '$SCRATCH/audit.log.saved' '$planted'"
+fi
+on_exit "rm -f '$planted'"
+as_user bob ln -s "$bashrc" "$planted"
+[[ -L $planted ]] || fail "bob could not plant the symlink"
+
+audit=$(user_home alice)/.local/state/tpurun/audit.jsonl
+before=0 sys_before=0
+[[ -f $audit ]] && before=$(wc -l <"$audit")
+[[ -f $FAKEPOD_STATE/w1/syslog ]] && sys_before=$(wc -l <"$FAKEPOD_STATE/w1/syslog")
+bob1=$(start_trainer_on 1 bob --forever)
+expect_exit 0 tpurun_as alice kill --worker 1 --force --yes --grace 2s
+assert_eq "$(sha256sum <"$bashrc")" "$bashrc_sum" "alice's ~/.bashrc was written through bob's symlink"
+alive 1 "$bob1" && fail "bob's job on w1 should be dead after --force --yes"
+assert_contains "$ERR" "recorded in $audit"
+entry=$(tail -n +$((before + 1)) "$audit")
+assert_contains "$entry" "\"pid\":$bob1,"
+assert_contains "$entry" '"event":"kill-force"'
+python3 -c 'import json, sys; [json.loads(l) for l in sys.stdin]' <<<"$entry" || fail "not JSON lines: $entry"
+[[ $(stat -c '%U %a' "$audit") == "alice 600" ]] || fail "audit file: $(stat -c '%U %a' "$audit")"
+syslog=$(tail -n +$((sys_before + 1)) "$FAKEPOD_STATE/w1/syslog")
+assert_contains "$syslog" "uid=0 "
+assert_contains "$syslog" "kill --force by alice"
+assert_contains "$syslog" "pid=$bob1 "
+
+# ------------------------------------------------------------------ no syslog, no signal
+bob2=$(start_trainer_on 2 bob --forever)
+wexec 2 -- mv /dev/log /dev/log.off
+on_exit "wexec 2 -- mv -f /dev/log.off /dev/log"
+expect_exit 1 tpurun_as alice kill --worker 2 --force --yes --grace 1s
+assert_contains "$OUT$ERR" "nothing was signalled"
+assert_contains "$OUT$ERR" "syslog"
+alive 2 "$bob2" || fail "bob's job on w2 was signalled although the worker could not audit it"
+wexec 2 -- mv -f /dev/log.off /dev/log
+
+# ------------------------------------------------------------------ forged link target
+# alice's unrelated process on w3: no TPU, no tpurun run.
+# shellcheck disable=SC2016
+alice3=$(wexec 3 --user alice -- bash -c '( exec setsid sleep 600 </dev/null >/dev/null 2>&1 ) & echo $!')
+on_exit "wexec 3 -- kill -9 $alice3"
+# bob, in his own user and mount namespace, opens a "device" whose name forges
+# a find record for alice's pid.
+forged=$'/dev/accel0\nH /proc/'"$alice3"$'/fd /dev'
+# shellcheck disable=SC2016
+bob3=$(wexec 3 --user bob -- bash -c '( exec setsid unshare -Urm sh -c '\''
+  mount -t tmpfs forged /dev && mkdir -p "$1" && : >"$1/accel0" && exec 3<"$1/accel0" && exec sleep 600'\'' _ "$0" \
+  </dev/null >/dev/null 2>&1 ) & echo $!' "$forged")
+on_exit "wexec 3 -- kill -9 $bob3"
+staged=0
+for _ in $(seq 100); do
+  # shellcheck disable=SC2016
+  if wexec 3 -- sh -c 'find /proc/[0-9]*/fd -maxdepth 1 -lname "/dev/accel*" -printf "%l\n" 2>/dev/null' |
+    grep -qx "H /proc/$alice3/fd /dev/accel0"; then
+    staged=1
+    break
+  fi
+  sleep 0.05
+done
+if ((staged)); then
+  expect_exit 0 tpurun_as alice status --worker 3
+  assert_contains "$OUT" "free"
+  assert_not_contains "$OUT" "busy"
+  tpurun_as alice kill --worker 3 --grace 1s >/dev/null 2>&1 || true
+  alive 3 "$alice3" || fail "alice's unrelated process on w3 was killed through bob's forged record"
+else
+  note "unprivileged user namespaces are not available on this host: the forged link target was not staged"
+fi
+
+pass
