@@ -7,7 +7,10 @@
 #  - with no syslog on a worker, --force signals nothing there;
 #  - a link target with a newline (a file bob opens in his own mount
 #    namespace) cannot forge a `hold` record that points alice's status and
-#    kill at one of her unrelated processes.
+#    kill at one of her unrelated processes;
+#  - --env TPURUN_* is refused, and a secret passed with --env, --env-file or
+#    --env-from reaches the job but no file under logs_root, `runs --json` or
+#    the dry run.
 source "$(dirname "$0")/lib.sh"
 require_tpurun
 ((FAKEPOD_WORKERS >= 4)) || skip "needs 4 workers, the pod has $FAKEPOD_WORKERS"
@@ -93,5 +96,28 @@ if ((staged)); then
 else
   note "unprivileged user namespaces are not available on this host: the forged link target was not staged"
 fi
+
+# ------------------------------------------------------------------ --env
+proj=$(make_project alice envproj)
+expect_exit 2 tpurun_as alice -C "$proj" stage --env TPURUN_RUN_ID=x -- true
+assert_contains "$ERR" "TPURUN_RUN_ID is tpurun's own variable"
+printf '# secrets\nFILE_TOKEN=SECRETFILE9b\n' >"$proj/job.env"
+chown alice: "$proj/job.env"
+expect_exit 2 tpurun_as alice -C "$proj" stage --env-from NOT_SET_9B -- true
+assert_contains "$ERR" "NOT_SET_9B is not set here"
+AS_USER_ENV="ENV_TOKEN=SECRETFROM9b" expect_exit 0 tpurun_as alice -C "$proj" stage --dry-run \
+  --env FLAG_TOKEN=SECRETFLAG9b --env-file job.env --env-from ENV_TOKEN -- true
+assert_contains "$OUT" "env ENV_TOKEN=<value hidden>"
+assert_not_contains "$OUT$ERR" "SECRET"
+# The job prints a hash of the values it got, never the values.
+AS_USER_ENV="ENV_TOKEN=SECRETFROM9b" expect_exit 0 tpurun_as alice -C "$proj" stage --worker 0 --skip-preflight \
+  --env FLAG_TOKEN=SECRETFLAG9b --env-file job.env --env-from ENV_TOKEN -- \
+  sh -c 'echo "got $(printf %s "$FLAG_TOKEN,$FILE_TOKEN,$ENV_TOKEN" | sha256sum | cut -c1-16)"'
+assert_contains "$OUT" "got $(printf %s "SECRETFLAG9b,SECRETFILE9b,SECRETFROM9b" | sha256sum | cut -c1-16)"
+assert_not_contains "$OUT$ERR" "SECRET"
+if grep -rl SECRET "$FAKEPOD_NFS/logs/alice"; then fail "a secret value is in a file under logs_root"; fi
+expect_exit 0 tpurun_as alice runs --json
+assert_not_contains "$OUT" "SECRET"
+assert_contains "$OUT" "envproj"
 
 pass
