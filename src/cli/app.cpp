@@ -11,6 +11,7 @@
 #include "cli/context.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
+#include "cli/hostkeys.hpp"
 #include "cli/kill.hpp"
 #include "cli/logs.hpp"
 #include "cli/runs.hpp"
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
   GcOptions gc;
   StatusOptions status;
   KillCommandOptions kill;
+  HostKeysOptions hostkeys;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
       {register_gc(app, gc), [&](Context& c) { return run_gc(gc, c); }},
       {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
+      {register_hostkeys(app, hostkeys), [&](Context& c) { return run_hostkeys(hostkeys, c); }},
   };
 
   SystemEnvironment env;

@@ -10,7 +10,10 @@
 #    kill at one of her unrelated processes;
 #  - --env TPURUN_* is refused, and a secret passed with --env, --env-file or
 #    --env-from reaches the job but no file under logs_root, `runs --json` or
-#    the dry run.
+#    the dry run;
+#  - gcloud pods verify each worker's key under gcloud's HostKeyAlias in
+#    ~/.ssh/google_compute_known_hosts: `hostkeys --import` makes "strict" work,
+#    and a key that differs from gcloud's record is refused.
 source "$(dirname "$0")/lib.sh"
 require_tpurun
 ((FAKEPOD_WORKERS >= 4)) || skip "needs 4 workers, the pod has $FAKEPOD_WORKERS"
@@ -119,5 +122,42 @@ if grep -rl SECRET "$FAKEPOD_NFS/logs/alice"; then fail "a secret value is in a 
 expect_exit 0 tpurun_as alice runs --json
 assert_not_contains "$OUT" "SECRET"
 assert_contains "$OUT" "envproj"
+
+# ------------------------------------------------------------------ gcloud host keys
+gck=$(user_home alice)/.ssh/google_compute_known_hosts
+if [[ -e $gck ]]; then
+  mv "$gck" "$SCRATCH/gck.saved"
+  on_exit "mv -f '$SCRATCH/gck.saved' '$gck'"
+else
+  on_exit "rm -f '$gck'"
+fi
+cfg=$(user_dir alice)/gcloud-pod.json
+empty_known=$(user_dir alice)/empty_known_hosts
+as_user alice touch "$empty_known"
+cat >"$cfg" <<JSON
+{ "pods": { "g": { "gcloud": { "name": "sim-tpu", "zone": "us-central2-b" },
+                   "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "$empty_known",
+                            "host_key_policy": "strict", "connect_timeout_s": 5 },
+                   "staging_root": "$FAKEPOD_NFS/staging", "logs_root": "$FAKEPOD_NFS/logs" } } }
+JSON
+chmod 644 "$cfg"
+g() { as_user alice "$TPURUN" --config "$cfg" --pod g "$@"; }
+expect_exit 255 g exec --worker 0 -- true
+assert_contains "$OUT$ERR" "host key not known"
+expect_exit 1 g hostkeys
+assert_contains "$OUT" "tpu.4242424242424242424-0"
+assert_contains "$OUT" "not recorded"
+expect_exit 0 g hostkeys --import --dry-run
+assert_contains "$OUT" "gcloud compute tpus tpu-vm ssh sim-tpu --zone us-central2-b --worker=all --command=true"
+[[ -e $gck ]] && fail "--dry-run ran gcloud"
+expect_exit 0 g hostkeys --import
+assert_not_contains "$OUT" "not recorded"
+expect_exit 0 g exec -- true
+# A key that is not the worker's, filed under w0's alias: refused.
+other=$(grep '^tpu\.4242424242424242424-1-' "$gck" | awk '{print $2, $3}' | head -1)
+sed -i "s|^\(tpu\.4242424242424242424-0-[^ ]*\) .*|\1 $other|" "$gck"
+expect_exit 255 g exec --worker 0 -- true
+assert_contains "$OUT$ERR" "differs from the one gcloud recorded for tpu.4242424242424242424-0"
+expect_exit 0 g exec --worker 1 -- true
 
 pass
