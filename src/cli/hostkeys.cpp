@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/report.hpp"
 #include "transport/known_hosts.hpp"
 #include "tpurun/worker_select.hpp"
 
@@ -24,6 +25,7 @@ CLI::App* register_hostkeys(CLI::App& app, HostKeysOptions& o) {
   add_target_options(*cmd, o.target);
   cmd->add_flag("--import", o.import, "Record the keys once: run gcloud's tpu-vm ssh on the workers (--command=true)");
   cmd->add_flag("--dry-run", o.dry_run, "With --import: print the gcloud command; run nothing");
+  cmd->add_flag("--json", o.json, "Print {pod, file, workers: [{worker, host, alias, recorded, line}]}");
   cmd->footer(R"(gcloud pods only. gcloud files each TPU VM worker's host key in
 ~/.ssh/google_compute_known_hosts under an alias, tpu.<node id>-<worker>[-...],
 not under its address. tpurun checks a worker's key there first: a key that
@@ -65,9 +67,17 @@ int run_hostkeys(const HostKeysOptions& o, Context& ctx) {
   }
   const std::string& file = target.pod.ssh.alias_known_hosts;
   int missing = 0;
+  nlohmann::json rows = nlohmann::json::array();
   for (const Worker& w : target.workers) {
     auto lines = find_alias_lines(file, w.host_key_alias);
-    if (lines.empty()) {
+    rows.push_back({{"worker", w.index},
+                    {"host", w.host},
+                    {"alias", w.host_key_alias},
+                    {"recorded", !lines.empty()},
+                    {"line", lines.empty() ? nlohmann::json(nullptr) : nlohmann::json(lines[0].line)}});
+    if (o.json) {
+      missing += lines.empty() ? 1 : 0;
+    } else if (lines.empty()) {
       ++missing;
       fmt::print(ctx.out, "{:<4} {:<15} {:<28} not recorded\n", w.label(), w.host, w.host_key_alias);
     } else {
@@ -75,7 +85,9 @@ int run_hostkeys(const HostKeysOptions& o, Context& ctx) {
                  lines[0].line);
     }
   }
-  if (missing > 0) {
+  if (o.json) {
+    print_json(ctx.out, {{"pod", target.pod.name}, {"file", file}, {"workers", rows}});
+  } else if (missing > 0) {
     fmt::print(ctx.err, "tpurun: {} of {} workers have no key recorded by gcloud; `tpurun hostkeys --import` "
                         "records them\n",
                missing, target.workers.size());

@@ -15,6 +15,7 @@ struct HostKeysOptions {
   TargetOptions target;
   bool import = false;
   bool dry_run = false;
+  bool json = false;
 };
 
 // `gcloud compute tpus tpu-vm ssh NAME --zone Z [--project P] --worker=W --command=true`

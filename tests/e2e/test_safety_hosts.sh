@@ -152,6 +152,10 @@ assert_contains "$OUT" "gcloud compute tpus tpu-vm ssh sim-tpu --zone us-central
 [[ -e $gck ]] && fail "--dry-run ran gcloud"
 expect_exit 0 g hostkeys --import
 assert_not_contains "$OUT" "not recorded"
+expect_exit 0 g hostkeys --json
+python3 -c 'import json, sys; d = json.loads(sys.argv[1]); assert len(d["workers"]) == int(sys.argv[2]) and all(
+    w["recorded"] and w["alias"] == "tpu.4242424242424242424-%d" % w["worker"] for w in d["workers"]), d' \
+  "$OUT" "$FAKEPOD_WORKERS" || fail "hostkeys --json: $OUT"
 expect_exit 0 g exec -- true
 # A key that is not the worker's, filed under w0's alias: refused.
 other=$(grep '^tpu\.4242424242424242424-1-' "$gck" | awk '{print $2, $3}' | head -1)
