@@ -59,7 +59,7 @@ bool read_kill_output(const std::string& out, WorkerKill& report) {
       if (b == "audit-failed") report.audit_failed = true;
       const std::string why = b == "owner-changed" ? "its owner changed"
                               : b == "pid-reused"  ? "the pid now belongs to another process (start time changed)"
-                              : b == "audit-failed" ? "not signalled: the worker's syslog refused the audit record"
+                              : b == "audit-failed" ? "the worker's syslog refused its audit record"
                                                     : b;
       report.skipped.push_back(fmt::format("{}: {}", pid, why));
     }
