@@ -16,6 +16,8 @@ struct SshSettings {
   std::string identity_file;             // empty: ssh-agent, then the default keys
   std::vector<std::string> known_hosts;  // first one is where accept-new records keys
   HostKeyPolicy host_key_policy = HostKeyPolicy::accept_new;
+  // Where gcloud keeps keys by HostKeyAlias (gcloud pods); checked first.
+  std::string alias_known_hosts;
   int connect_timeout_s = 10;
 };
 

@@ -18,7 +18,7 @@ struct RunRecord {
   std::string project;  // the project directory's name
   std::vector<Worker> workers;
   std::vector<std::string> command;
-  std::map<std::string, std::string> env;
+  std::vector<std::string> env_names;  // the job's --env names; values are never recorded
   std::vector<std::string> tags;
   std::string staged_dir;
   std::string log_dir;

@@ -99,7 +99,8 @@ struct WorkerKill {
   std::vector<int> gone_term;        // gone within the grace period after SIGTERM
   std::vector<int> gone_kill;        // needed SIGKILL
   std::vector<int> survivors;        // still alive after SIGKILL
-  std::vector<std::string> skipped;  // "PID: reason" (changed owner, pid reused)
+  std::vector<std::string> skipped;  // "PID: reason" (changed owner, pid reused, audit refused)
+  bool audit_failed = false;         // --force: the worker's syslog refused the record; nothing signalled
   CleanupResult cleaned;
   std::optional<LockScan> after;           // the scan after the kill and cleanup
   TpuState state = TpuState::unreachable;  // final verdict (dry run: predicted)

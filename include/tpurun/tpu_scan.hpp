@@ -29,6 +29,7 @@ struct ScannedProcess {
   int sid = 0;
   int ppid = 0;
   long elapsed_s = 0;
+  std::uint64_t start_time = 0;       // clock ticks after boot (/proc/PID/stat field 22); 0: unknown
   std::string command;                // argv joined by spaces, control characters escaped
   std::optional<std::string> run_id;  // TPURUN_RUN_ID from its environment (when readable)
   std::vector<std::string> devices;   // TPU device files it has open (empty: none)

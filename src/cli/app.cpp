@@ -11,6 +11,7 @@
 #include "cli/context.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
+#include "cli/hostkeys.hpp"
 #include "cli/kill.hpp"
 #include "cli/logs.hpp"
 #include "cli/runs.hpp"
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
   StatusOptions status;
   KillCommandOptions kill;
   SuperviseOptions supervise;
+  HostKeysOptions hostkeys;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
       {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
       {register_supervise(app, supervise), [&](Context& c) { return run_supervise(supervise, c); }},
+      {register_hostkeys(app, hostkeys), [&](Context& c) { return run_hostkeys(hostkeys, c); }},
   };
 
   SystemEnvironment env;

@@ -55,7 +55,9 @@ not restarted. Killing part of a run's workers counts as that run failing.
 
 Never killed: other users' processes. They are listed with user, pid, age and
 command so you know whom to ask. --force --yes (admins) kills them too, as root,
-and appends one line per process to <logs_root>/tpurun-audit.log first.
+after recording each process in the worker's syslog (as root: `journalctl -t
+tpurun`) and in your own ~/.local/state/tpurun/audit.jsonl. If either record
+cannot be written, nothing is signalled on that worker.
 
 Stale locks: once no process holds a device, a leftover /tmp/libtpu_lockfile
 (nobody holding its lock) and /tmp/tpu_logs are removed, with sudo -n when
@@ -141,15 +143,12 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
 
   std::optional<AuditLog> audit;
   if (o.force && !o.dry_run) {
-    if (target.pod.logs_root.empty()) {
-      printer.note("no logs_root in the pod's config: this --force is not recorded in an audit log");
-    } else {
-      audit.emplace(target.pod.logs_root + "/tpurun-audit.log", local_user(ctx.env),
-                    [] { return std::time(nullptr); });
-    }
+    // Your own file, never the shared logs_root: see kill_audit.hpp.
+    audit.emplace(default_audit_path(ctx.env), local_user(ctx.env), target.pod.name,
+                  [] { return std::time(nullptr); });
     request.before_signal = [&](const Worker& worker, const LockScan& scan,
                                 const KillPlan& plan) -> std::optional<std::string> {
-      if (!plan.needs_root || !audit) return std::nullopt;
+      if (!plan.needs_root) return std::nullopt;
       if (auto error = audit->record(worker, scan, plan)) return *error + "; nothing was signalled";
       return std::nullopt;
     };
@@ -177,7 +176,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
   }
   if (audit && std::any_of(reports.begin(), reports.end(),
                            [](const WorkerKill& r) { return r.signalled && r.plan.needs_root; })) {
-    printer.note("recorded in " + audit->path());
+    printer.note("recorded in " + audit->path() + " and in each worker's syslog (journalctl -t tpurun)");
   }
   return code;
 }

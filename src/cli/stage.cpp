@@ -31,22 +31,6 @@ struct GangFlags {
   long long grace_ms = 10000;
 };
 
-std::map<std::string, std::string> parse_env(const std::vector<std::string>& pairs) {
-  std::map<std::string, std::string> env;
-  for (const std::string& pair : pairs) {
-    size_t eq = pair.find('=');
-    if (eq == 0 || eq == std::string::npos) throw UsageError(fmt::format("--env {}: expected KEY=VALUE", pair));
-    std::string key = pair.substr(0, eq);
-    for (char c : key) {
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
-        throw UsageError(fmt::format("--env {}: '{}' is not a valid variable name", pair, key));
-      }
-    }
-    env[key] = pair.substr(eq + 1);
-  }
-  return env;
-}
-
 void require_roots(const PodConfig& pod) {
   if (pod.staging_root.empty() || pod.logs_root.empty()) {
     throw UsageError(fmt::format("pod '{}' needs staging_root and logs_root (directories on the shared NFS mount "
@@ -82,7 +66,11 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   // One value per flag: a vector option would otherwise swallow the command
   // after `--` and parse its flags as ours.
   cmd->add_option("--tag", o.tags, "Label for the run id, e.g. --tag lr=0.1 (repeatable)")->allow_extra_args(false);
-  cmd->add_option("--env", o.env, "Environment variable for the job, KEY=VALUE (repeatable)")
+  cmd->add_option("--env", o.env.pairs, "Environment variable for the job, KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--env-file", o.env.files, "Read KEY=VALUE lines for the job from FILE (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--env-from", o.env.from, "Pass this local variable's value to the job (repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("--detach", o.detach, "Launch and return; don't tail the logs");
   cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and launch results as JSON (implies --detach)");
@@ -129,9 +117,20 @@ Resuming from a checkpoint on restart:
   tpurun stage --restarts 3 -- sh -c 'python3 main.py ${TPURUN_ATTEMPT#1}'
   # in main.py: if int(os.environ["TPURUN_ATTEMPT"]) > 1: restore the latest checkpoint
 
+Environment for the job (values reach the workers on stdin, never in a
+command line; run.json and --dry-run show the names only):
+  --env KEY=VALUE      on the command line (your shell history keeps it)
+  --env-file FILE      KEY=VALUE lines; # comments and blank lines skipped;
+                       values taken literally (no quotes, no $ expansion)
+  --env-from NAME      the value of your local variable NAME, e.g. a secret
+                       you exported: --env-from WANDB_API_KEY
+  Later sources win: files, then --env-from, then --env. TPURUN_* names are
+  tpurun's own and refused.
+
 Examples:
   tpurun stage -- python3 main.py --config=configs/tpu.py
   tpurun stage --tag b1024 --tag lr=0.1 --env WANDB_MODE=offline -- python3 main.py
+  tpurun stage --env-file .env.tpu --env-from WANDB_API_KEY -- python3 main.py
   tpurun stage --detach --json -- python3 main.py | jq -r .run_id
   tpurun stage --restarts 2 --lost-after 2m -- python3 main.py --resume=auto
   tpurun stage --on-failure continue -- python3 eval_shard.py   # independent workers
@@ -161,7 +160,7 @@ GangFlags parse_gang_flags(const StageOptions& o) {
 int run_stage(const StageOptions& o, Context& ctx) {
   if (o.argv.empty()) throw UsageError("nothing to run: give the command after -- (see tpurun stage --help)");
   const GangFlags gang = parse_gang_flags(o);
-  const auto env = parse_env(o.env);
+  const auto env = resolve_job_env(o.env, ctx.env);
   Target target = resolve_target(o.target, ctx);
   require_roots(target.pod);
   const std::string user = local_user(ctx.env);
@@ -177,7 +176,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
     fmt::print(ctx.out, "log dir {}/{}/{}/{}\n", target.pod.logs_root, user, project,
                make_run_id(std::chrono::system_clock::now(), "<rand>", target.pod.name, o.tags));
     fmt::print(ctx.out, "command on each worker (in the snapshot, detached): {}\n", fmt::join(o.argv, " "));
-    for (const auto& [key, value] : env) fmt::print(ctx.out, "  env {}={}\n", key, value);
+    for (const auto& [key, value] : env) fmt::print(ctx.out, "  env {}=<value hidden>\n", key);
     return 0;
   }
 
@@ -202,7 +201,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   record.project = project;
   record.workers = target.workers;
   record.command = o.argv;
-  record.env = env;
+  record.env_names = env_names(env);  // never the values: run.json is readable by others
   record.tags = o.tags;
   record.staged_dir = staged.dir;
   record.git_sha = staged.git.sha;

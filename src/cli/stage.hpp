@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/context.hpp"
+#include "cli/job_env.hpp"
 #include "cli/target.hpp"
 
 namespace tpurun::cli {
@@ -11,7 +12,7 @@ namespace tpurun::cli {
 struct StageOptions {
   TargetOptions target;
   std::vector<std::string> tags;  // K=V or a bare word; appended to the run id
-  std::vector<std::string> env;   // K=V, exported to the job
+  JobEnvOptions env;              // --env, --env-file, --env-from: exported to the job
   bool detach = false;
   bool json = false;
   bool dry_run = false;

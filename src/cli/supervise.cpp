@@ -40,7 +40,7 @@ int run_supervise(const SuperviseOptions& o, Context& ctx) {
   if (auto env = load_run_env(setup.env_dir, setup.record.run_id)) {
     setup.env = *env;
   } else {
-    setup.env_missing = !setup.record.env.empty();
+    setup.env_missing = !setup.record.env_names.empty();
   }
   auto transport = ctx.make_transport(setup.pod);
   return supervise_run(setup, *transport, ctx.processes, ctx.cancel);

@@ -165,6 +165,7 @@ SshSettings default_ssh_settings(bool gcloud_pod, const Environment& env) {
     ssh.identity_file = expand_home("~/.ssh/google_compute_engine", env);
     ssh.known_hosts = {expand_home("~/.ssh/google_compute_known_hosts", env),
                        expand_home("~/.ssh/known_hosts", env)};
+    ssh.alias_known_hosts = expand_home("~/.ssh/google_compute_known_hosts", env);
   } else {
     ssh.known_hosts = {expand_home("~/.ssh/known_hosts", env)};
   }

@@ -42,6 +42,9 @@ std::vector<Worker> parse_gcloud_describe(const std::string& json_text, bool int
 
   // Worker i is networkEndpoints[i]: gcloud's --worker=i means the same host.
   // An endpoint's "port" (8470) is the TPU runtime's, not SSH's.
+  // gcloud files each worker's host key under "tpu.<node id>-<worker>[-...]"
+  // (its tpu-vm ssh GetInstanceID), not under the IP.
+  const std::string node_id = string_field(doc, "id");
   std::vector<Worker> workers;
   for (const auto& endpoint : *endpoints) {
     int index = static_cast<int>(workers.size());
@@ -62,7 +65,7 @@ std::vector<Worker> parse_gcloud_describe(const std::string& json_text, bool int
             ".accessConfig.externalIp); TPU VMs created with --internal-ips have none,"
             " so set \"internal_ip\": true and connect from inside the VPC");
     }
-    workers.push_back(Worker{index, ip, 22});
+    workers.push_back(Worker{index, ip, 22, node_id.empty() ? "" : "tpu." + node_id + "-" + std::to_string(index)});
   }
   return workers;
 }

@@ -101,7 +101,7 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
   nlohmann::json doc{{"run_id", r.run_id},       {"user", r.user},
                      {"pod", r.pod},             {"project", r.project},
                      {"workers", workers},       {"command", r.command},
-                     {"env", r.env},             {"tags", r.tags},
+                     {"env_names", r.env_names},             {"tags", r.tags},
                      {"staged_dir", r.staged_dir}, {"log_dir", r.log_dir},
                      {"git", {{"sha", r.git_sha}, {"branch", r.git_branch}, {"dirty", r.git_dirty}}},
                      {"tree_hash", r.tree_hash}, {"created_at", r.created_at},
@@ -124,7 +124,10 @@ RunRecord read_run_record(const std::string& log_dir) {
     r.project = doc.value("project", "");
     for (const auto& w : doc.at("workers")) r.workers.push_back({w.at("worker"), w.at("host"), w.value("port", 22)});
     r.command = doc.at("command").get<std::vector<std::string>>();
-    r.env = doc.value("env", std::map<std::string, std::string>{});
+    r.env_names = doc.value("env_names", std::vector<std::string>{});
+    if (doc.contains("env") && doc["env"].is_object()) {  // run.json before env_names
+      for (const auto& [name, value] : doc["env"].items()) r.env_names.push_back(name);
+    }
     r.tags = doc.value("tags", std::vector<std::string>{});
     r.staged_dir = doc.value("staged_dir", "");
     r.log_dir = log_dir;

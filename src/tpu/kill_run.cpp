@@ -12,10 +12,14 @@
 namespace tpurun {
 
 RemoteCommand build_kill_command(const KillPlan& plan, int grace_ms) {
-  std::vector<std::string> args{std::to_string(std::max(0, grace_ms) / 10)};
+  // --force is audited on the worker too (syslog, as root) before any signal.
+  std::vector<std::string> args{std::to_string(std::max(0, grace_ms) / 10), plan.needs_root ? "1" : "0"};
   for (int g : plan.groups) args.push_back(fmt::format("g:{}", g));
+  // The start time makes the pid name one process: a pid reused since the
+  // scan has another one, and the worker refuses to signal it.
   for (const Victim& v : plan.victims) {
-    args.push_back(fmt::format("{}:{}:{}", v.process.pid, v.process.uid, v.process.pgid));
+    args.push_back(
+        fmt::format("{}:{}:{}:{}", v.process.pid, v.process.uid, v.process.pgid, v.process.start_time));
   }
   // Only --force signals with root; otherwise the kernel itself guarantees
   // that no other user's process can be hit.
@@ -52,7 +56,12 @@ bool read_kill_output(const std::string& out, WorkerKill& report) {
     } else if (kind == "alive") {
       report.survivors.push_back(pid);
     } else if (kind == "skipped") {
-      report.skipped.push_back(fmt::format("{}: {}", pid, b == "owner-changed" ? "its owner changed" : b));
+      if (b == "audit-failed") report.audit_failed = true;
+      const std::string why = b == "owner-changed" ? "its owner changed"
+                              : b == "pid-reused"  ? "the pid now belongs to another process (start time changed)"
+                              : b == "audit-failed" ? "the worker's syslog refused its audit record"
+                                                    : b;
+      report.skipped.push_back(fmt::format("{}: {}", pid, why));
     }
   }
   return false;
@@ -106,7 +115,13 @@ Result<WorkerKill, TransportError> kill_worker(Connection& connection, const Wor
       return report;
     }
     report.signalled = true;
-    if (!read_kill_output(sink.out, report)) {
+    const bool finished = read_kill_output(sink.out, report);
+    if (report.audit_failed) {
+      report.signalled = false;
+      report.error =
+          "--force: `logger -t tpurun` could not write the audit record to the worker's syslog (is journald or "
+          "syslog running? /dev/log); nothing was signalled";
+    } else if (!finished) {
       std::string err = sink.err.substr(0, sink.err.find('\n'));
       report.error = report.plan.needs_root
                          ? "--force needs passwordless sudo on the worker (sudo -n failed" +

@@ -15,39 +15,35 @@ namespace {
 //   skipped PID REASON
 //   end
 const char* const kKillBody = R"sh(echo 'TPURUN-KILL 1'
-grace=$1
-shift
+grace=$1 audit=$2
+shift 2
+case $grace in ''|*[!0-9]*) grace=0 ;; esac
 # now: centiseconds since boot, into $t (no fork).
 now() {
   read -r t _ </proc/uptime
   t=${t%%.*}${t#*.}
   while :; do case $t in 0?*) t=${t#0} ;; *) break ;; esac; done
+  case $t in ''|*[!0-9]*) t=0 ;; esac
 }
 # ident PID: sets st (start time), eu (effective uid), pg (pgid); fails when
 # the process is gone or a zombie.
 ident() {
-  _p=$1
-  read -r _s </proc/"$_p"/stat || return 1
-  set -- ${_s##*) }
-  case $1 in Z|X|x) return 1 ;; esac
-  pg=$3
-  shift 19
-  st=$1
+  pstat "$1" || return 1
   eu=
   while read -r _k _a _b _; do
     if [ "$_k" = Uid: ]; then eu=$_b; break; fi
-  done </proc/"$_p"/status
+  done </proc/"$1"/status
   [ -n "$eu" ]
 }
-# alive PID: still the process we recorded.
-alive() { ident "$1" && eval "[ \"\$st\" = \"\$start_$1\" ]"; }
+# alive PID:START: that pid is still the process we were asked about.
+alive() { ident "${1%%:*}" && [ "$st" = "${1#*:}" ]; }
 # send SIG: each planned group that still has a live victim in it, then each
 # live victim outside the groups just signalled.
 send() {
   sent=
   for g in $groups; do
-    for p in $victims; do
-      if alive "$p" && [ "$pg" = "$g" ]; then
+    for v in $victims; do
+      if alive "$v" && [ "$pg" = "$g" ]; then
         if kill -s "$1" -- "-$g"; then r=ok; else r=failed; fi
         echo "signal $1 -$g $r"
         sent="$sent $g"
@@ -55,11 +51,11 @@ send() {
       fi
     done
   done
-  for p in $victims; do
-    alive "$p" || continue
+  for v in $victims; do
+    alive "$v" || continue
     case " $sent " in *" $pg "*) continue ;; esac
-    if kill -s "$1" "$p"; then r=ok; else r=failed; fi
-    echo "signal $1 $p $r"
+    if kill -s "$1" "${v%%:*}"; then r=ok; else r=failed; fi
+    echo "signal $1 ${v%%:*} $r"
   done
 }
 # wait_gone CENTISECONDS: until every victim is gone or time is up; the
@@ -69,11 +65,23 @@ wait_gone() {
   _end=$((t + $1))
   while :; do
     left=
-    for p in $victims; do alive "$p" && left="$left $p"; done
+    for v in $victims; do alive "$v" && left="$left $v"; done
     [ -z "$left" ] && return
     now
     [ "$t" -ge "$_end" ] && return
     sleep 0.1
+  done
+}
+# audit_all: one syslog record per victim, as root (--force). The journal
+# stamps each record with the sender's uid, which no user can forge.
+audit_all() {
+  for v in $victims; do
+    p=${v%%:*}
+    ident "$p" || continue
+    cmd=$(tr '\0' ' ' </proc/"$p"/cmdline | tr -c ' -~' '?' | cut -c1-300)
+    logger --socket-errors=on -t tpurun -p auth.notice -- \
+      "kill --force by ${SUDO_USER:-root} (uid ${SUDO_UID:-0}): pid=$p uid=$eu start=$st pgid=$pg cmd=$cmd" ||
+      return 1
   done
 }
 
@@ -86,27 +94,33 @@ for it do
       case $g in ''|*[!0-9]*) echo "skipped $g bad-group"; continue ;; esac
       groups="$groups $g" ;;
     *)
+      case $it in *[!0-9:]*|:*|*::*|*:|*:*:*:*:*) echo 'skipped 0 bad-item'; continue ;; *:*:*:*) ;;
+        *) echo 'skipped 0 bad-item'; continue ;; esac
       p=${it%%:*} r=${it#*:}
-      u=${r%%:*} want_pg=${r#*:}
-      case $p:$u:$want_pg in *[!0-9:]*|:*|*::*|*:) echo "skipped $p bad-item"; continue ;; esac
+      u=${r%%:*} want_st=${r##*:}
       if ! ident "$p"; then echo "gone $p before"; continue; fi
+      if [ "$st" != "$want_st" ]; then echo "skipped $p pid-reused"; continue; fi
       if [ "$eu" != "$u" ]; then echo "skipped $p owner-changed"; continue; fi
-      eval "start_$p=\$st"
-      victims="$victims $p" ;;
+      victims="$victims $p:$st" ;;
   esac
 done
 
+if [ "$audit" = 1 ] && [ -n "$victims" ] && ! audit_all; then
+  for v in $victims; do echo "skipped ${v%%:*} audit-failed"; done
+  echo end
+  exit 0
+fi
 send TERM
 wait_gone "$grace"
-for p in $victims; do
-  case " $left " in *" $p "*) ;; *) echo "gone $p term" ;; esac
+for v in $victims; do
+  case " $left " in *" $v "*) ;; *) echo "gone ${v%%:*} term" ;; esac
 done
 if [ -n "$left" ]; then
   victims=$left
   send KILL
   wait_gone 500
-  for p in $victims; do
-    case " $left " in *" $p "*) echo "alive $p" ;; *) echo "gone $p kill" ;; esac
+  for v in $victims; do
+    case " $left " in *" $v "*) echo "alive ${v%%:*}" ;; *) echo "gone ${v%%:*} kill" ;; esac
   done
 fi
 echo end
@@ -119,6 +133,7 @@ echo end
 const char* const kCleanBody = R"sh(echo 'TPURUN-CLEAN 1'
 want_ino=$1 logs=$2
 shift 2
+case $want_ino in -) ;; ''|*[!0-9]*) want_ino=- ;; esac
 )sh";
 
 const char* const kCleanTail =
@@ -155,7 +170,7 @@ echo end
 }  // namespace
 
 const std::string& kill_script() {
-  static const std::string script = std::string("# tpurun kill (TPURUN-KILL 1)\n") + kShPrelude + kKillBody;
+  static const std::string script = std::string("# tpurun kill (TPURUN-KILL 1)\n") + kShPrelude + kShStatFunction + kKillBody;
   return script;
 }
 

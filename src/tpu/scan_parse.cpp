@@ -105,7 +105,7 @@ class ScanParser {
         return finish();
       } else if (line.rfind("begin ", 0) == 0) {
         block = std::string(line.substr(6));
-        if (block != "pinfo" && block != "proc" && block != "runid")
+        if (block != "pinfo" && block != "proc" && block != "runid" && block != "start")
           error = "unknown block '" + sanitize(block) + "'";
       } else if (!line.empty()) {
         error = record(line);
@@ -173,6 +173,11 @@ class ScanParser {
       }
       p.command = sanitize(rest);
       scan_.processes.push_back(std::move(p));
+    } else if (kind == "start") {
+      int pid = 0;
+      std::uint64_t ticks = 0;
+      if (!split_fields(args, 2, f) || !to_int(f[0], pid) || !to_int(f[1], ticks)) return bad("want PID START");
+      starts_[pid] = ticks;
     } else if (kind == "denied") {
       if (!split_fields(args, 1, f) || !to_int(f[0], scan_.denied)) return bad("want N");
       seen_denied_ = true;
@@ -233,6 +238,7 @@ class ScanParser {
     }
     auto attach = [&](ScannedProcess& p) {
       if (auto id = run_ids_.find(p.pid); id != run_ids_.end()) p.run_id = id->second;
+      if (auto start = starts_.find(p.pid); start != starts_.end()) p.start_time = start->second;
     };
     for (ScannedProcess& p : scan_.holders) attach(p);
     if (scan_.lock_holder) attach(*scan_.lock_holder);
@@ -252,6 +258,7 @@ class ScanParser {
   std::map<int, std::set<std::string>> holds_;
   std::map<int, ScannedProcess> info_;
   std::map<int, std::string> run_ids_;
+  std::map<int, std::uint64_t> starts_;
   std::vector<std::string_view> fields_;
   bool seen_caller_ = false, seen_priv_ = false, seen_lock_ = false, seen_denied_ = false;
 };

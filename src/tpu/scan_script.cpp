@@ -12,11 +12,40 @@ PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 exec 2>/dev/null
 )sh";
 
-// "$@" holds the device globs; afterwards it holds `-lname G1 -o -lname G2 ...`.
+// "$@" holds the device globs; afterwards it holds
+// `( -lname G1 -o -lname G2 ... ) ! -lname *NEWLINE*`. A glob's `*` matches a
+// newline, and a link target with one in it could forge records in find's
+// line output (another user can make such a target: a file opened in their
+// own mount namespace). No real device name has a newline.
 const char* const kShDeviceFind = R"sh(n=$#
 for g do set -- "$@" -o -lname "$g"; done
 shift "$n"
-if [ $# -gt 0 ]; then shift; else set -- -false; fi
+if [ $# -gt 0 ]; then
+  shift
+  set -- \( "$@" \) ! -lname '*
+*'
+else
+  set -- -false
+fi
+)sh";
+
+// pstat PID: sets pg (process group) and st (start time: field 22 of
+// /proc/PID/stat, clock ticks after boot; with the pid it names one process
+// for its whole life). Fails when the process is gone, a zombie or the
+// record is unreadable. The command name may hold newlines and ") ", so the
+// whole file is read and split after its last ") ".
+const char* const kShStatFunction = R"sh(pstat() {
+  _s=
+  while IFS= read -r _l; do _s="$_s$_l "; done </proc/"$1"/stat || return 1
+  set -- ${_s##*) }
+  [ $# -ge 20 ] || return 1
+  case $1 in Z|X|x) return 1 ;; esac
+  pg=$3
+  shift 19
+  st=$1
+  case $pg in ''|*[!0-9]*) return 1 ;; esac
+  case $st in ''|*[!0-9]*) return 1 ;; esac
+}
 )sh";
 
 // lock_state INODE DEV: is a lock held on that file (DEV: st_dev, decimal)?
@@ -25,6 +54,8 @@ if [ $# -gt 0 ]; then shift; else set -- -false; fi
 // holder, or -).
 const char* const kShLockFunction = R"sh(lock_state() {
   held=0 lpid=-
+  case $1 in ''|*[!0-9]*) return ;; esac
+  case $2 in ''|*[!0-9]*) return ;; esac
   _maj=$(( ($2 >> 8) & 0xfff )) _min=$(( ($2 & 0xff) | (($2 >> 12) & 0xfff00) ))
   while read -r _ _kind _ _ _pid _where _; do
     [ "$_kind" = '->' ] && continue
@@ -32,6 +63,9 @@ const char* const kShLockFunction = R"sh(lock_state() {
       *:*:"$1")
         _m=${_where%%:*} _r=${_where#*:}
         _r=${_r%%:*}
+        case $_m in ''|*[!0-9a-f]*) continue ;; esac
+        case $_r in ''|*[!0-9a-f]*) continue ;; esac
+        case $_pid in ''|*[!0-9]*) continue ;; esac
         if [ $((0x$_m)) = "$_maj" ] && [ $((0x$_r)) = "$_min" ]; then
           held=1 lpid=$_pid
           return
@@ -48,6 +82,8 @@ namespace {
 //   hold PID DEVICE                       one per open TPU device file
 //   lock 0 | lock 1 UID USER INODE HELD LOCK_PID|-
 //   logs 0 | logs 1 UID USER              /tmp/tpu_logs
+//   begin start ... end start             kill mode: PID START for every process (start time
+//                                         in clock ticks), taken before ps runs
 //   begin pinfo ... end pinfo             ps lines: PID UID USER PGID SID PPID ELAPSED ARGS
 //                                         for the holders and the lock's holder
 //   begin proc ... end proc               kill mode, every process: PID PPID PGID SID UID ELAPSED ARGS
@@ -84,6 +120,7 @@ while read -r kind a rest; do
     H)
       p=${a#/proc/}
       p=${p%/fd}
+      case $p in ''|*[!0-9]*) continue ;; esac
       printf 'hold %s %s\n' "$p" "$rest"
       if [ "$p" != "$last" ]; then pids=$pids${pids:+,}$p last=$p; fi ;;
     F)
@@ -106,6 +143,20 @@ case $lock in
     case ",$pids," in *",$lpid,"*) ;; *) pids=$pids${pids:+,}$lpid ;; esac ;;
 esac
 
+if [ "$mode" = kill ]; then
+  # Before ps: a pid reused in between then shows an older start time than
+  # the process ps describes, and kill refuses to signal it.
+  echo 'begin start'
+  set +f
+  for f in /proc/[0-9]*/stat; do
+    set -f
+    p=${f#/proc/}
+    p=${p%/stat}
+    pstat "$p" && echo "$p $st"
+  done
+  set -f
+  echo 'end start'
+fi
 if [ -n "$pids" ]; then
   echo 'begin pinfo'
   LC_ALL=C.UTF-8 ps -ww -o pid=,uid=,user:32=,pgid=,sid=,ppid=,etimes=,args= -p "$pids"
@@ -136,7 +187,7 @@ printf 'denied %s\nend\n' "$denied"
 
 const std::string& scan_script() {
   static const std::string script = std::string("# tpurun TPU scan (TPURUN-SCAN 1)\n") + kShPrelude +
-                                    kShLockFunction + kScanHead + kShDeviceFind + kScanBody;
+                                    kShLockFunction + kShStatFunction + kScanHead + kShDeviceFind + kScanBody;
   return script;
 }
 

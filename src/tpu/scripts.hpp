@@ -10,7 +10,10 @@ namespace tpurun::tpu {
 
 // Args: status|kill GLOB...
 const std::string& scan_script();
-// Args: GRACE_CENTISECONDS ITEM...   ITEM: g:PGID (signal that group) | PID:UID:PGID (a victim)
+// Args: GRACE_CENTISECONDS AUDIT(0|1) ITEM...
+//   ITEM: g:PGID (signal that group) | PID:UID:PGID:START (a victim; START: its start time)
+//   AUDIT=1 (--force, as root): one syslog record per victim (`logger -t tpurun`) before
+//   any signal; if one cannot be written, nothing is signalled.
 const std::string& kill_script();
 // Args: LOCK_INODE|- LOGS(0|1) GLOB...
 const std::string& clean_script();
@@ -18,7 +21,8 @@ const std::string& clean_script();
 // Pieces shared by the scripts (scan_script.cpp).
 extern const char* const kShPrelude;       // strict PATH, C locale, stderr silenced
 extern const char* const kShDeviceFind;    // turns "$@" (globs) into find's -lname expression
-extern const char* const kShLockFunction;  // lock_state INODE DEV_HEX -> $held, $lpid
+extern const char* const kShLockFunction;  // lock_state INODE DEV -> $held, $lpid
+extern const char* const kShStatFunction;  // pstat PID -> $pg, $st (start time); fails when gone
 
 // How a script is started on the worker.
 enum class Privilege {

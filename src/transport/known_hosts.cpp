@@ -3,6 +3,7 @@
 #include <libssh/libssh.h>
 
 #include <fstream>
+#include <sstream>
 
 namespace tpurun {
 
@@ -30,6 +31,62 @@ std::vector<KnownHostsLine> find_known_host_lines(const std::vector<std::string>
       ssh_knownhosts_entry_free(entry);
     }
   }
+  return found;
+}
+
+}  // namespace tpurun
+
+namespace tpurun {
+namespace {
+
+// Calls visit(line number, key type, base64) for each plain entry naming `alias`.
+template <typename Visit>
+void each_alias_entry(const std::string& file, const std::string& alias, const Visit& visit) {
+  std::ifstream in(file);
+  std::string text;
+  for (int number = 1; std::getline(in, text); ++number) {
+    std::istringstream fields(text);
+    std::string hosts, type, base64;
+    if (!(fields >> hosts >> type >> base64) || hosts[0] == '#' || hosts[0] == '@') continue;
+    std::istringstream patterns(hosts);
+    for (std::string p; std::getline(patterns, p, ',');) {
+      if (p == alias || p.rfind(alias + "-", 0) == 0) {
+        visit(number, type, base64);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+AliasKeyCheck check_alias_key(const std::string& file, const std::string& alias, ssh_key server_key) {
+  AliasKeyCheck result;
+  if (alias.empty() || server_key == nullptr) return result;
+  each_alias_entry(file, alias, [&](int number, const std::string& type, const std::string& base64) {
+    if (result.kind == AliasKeyCheck::match) return;
+    ssh_key key = nullptr;
+    const ssh_keytypes_e kind = ssh_key_type_from_name(type.c_str());
+    if (kind != ssh_key_type(server_key) || ssh_pki_import_pubkey_base64(base64.c_str(), kind, &key) != SSH_OK) {
+      return;
+    }
+    const bool same = ssh_key_cmp(key, server_key, SSH_KEY_CMP_PUBLIC) == 0;
+    ssh_key_free(key);
+    if (same) {
+      result = {AliasKeyCheck::match, {file, number}};
+    } else if (result.kind == AliasKeyCheck::unknown) {
+      result = {AliasKeyCheck::mismatch, {file, number}};
+    }
+  });
+  return result;
+}
+
+std::vector<KnownHostsLine> find_alias_lines(const std::string& file, const std::string& alias) {
+  std::vector<KnownHostsLine> found;
+  if (alias.empty()) return found;
+  each_alias_entry(file, alias, [&](int number, const std::string&, const std::string&) {
+    found.push_back({file, number});
+  });
   return found;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Where a host's entries sit in known_hosts files, so that a changed key can be
 // reported as "file:line — remove that line".
+#include <libssh/libssh.h>
+
 #include <string>
 #include <vector>
 
@@ -15,6 +17,17 @@ struct KnownHostsLine {
 // "[host]:port"), hashed entries included.
 std::vector<KnownHostsLine> find_known_host_lines(const std::vector<std::string>& files,
                                                   const std::string& host_entry);
+
+// A host key filed under a gcloud HostKeyAlias: lines of `file` whose host
+// field is `alias` or `alias-SUFFIX`, compared with the server's key of the
+// same type. Keys of other types do not count (the server may offer several).
+struct AliasKeyCheck {
+  enum Kind { unknown, match, mismatch } kind = unknown;
+  KnownHostsLine line;  // the matching or the differing entry
+};
+AliasKeyCheck check_alias_key(const std::string& file, const std::string& alias, ssh_key server_key);
+// Entries for `alias` in `file` (any key type), for `tpurun hostkeys`.
+std::vector<KnownHostsLine> find_alias_lines(const std::string& file, const std::string& alias);
 
 // The name libssh and OpenSSH use for a host in known_hosts.
 std::string known_hosts_name(const std::string& host, int port);

@@ -63,6 +63,14 @@ void apply_options(ssh_session s, const Worker& w, const SshTransportOptions& o)
   ssh_options_set(s, SSH_OPTIONS_LOG_VERBOSITY, &verbosity);
 }
 
+AliasKeyCheck check_server_alias_key(ssh_session s, const std::string& file, const std::string& alias) {
+  ssh_key server = nullptr;
+  if (ssh_get_server_publickey(s, &server) != SSH_OK) return {};
+  AliasKeyCheck check = check_alias_key(file, alias, server);
+  ssh_key_free(server);
+  return check;
+}
+
 std::string primary_known_hosts(const SshSettings& ssh) {
   return tilde(ssh.known_hosts.empty() ? "~/.ssh/known_hosts" : ssh.known_hosts[0]);
 }
@@ -108,6 +116,20 @@ Result<std::unique_ptr<Connection>, TransportError> SshTransport::connect(const 
 
 std::optional<TransportError> SshTransport::verify_host_key(ssh_session s, const Worker& worker) {
   if (options_.ssh.host_key_policy == HostKeyPolicy::off) return std::nullopt;
+  // gcloud pods: a key gcloud recorded under the worker's HostKeyAlias
+  // decides. Nothing there (or only other key types): the address check follows.
+  if (!worker.host_key_alias.empty() && !options_.ssh.alias_known_hosts.empty()) {
+    const AliasKeyCheck alias = check_server_alias_key(s, options_.ssh.alias_known_hosts, worker.host_key_alias);
+    if (alias.kind == AliasKeyCheck::match) return std::nullopt;
+    if (alias.kind == AliasKeyCheck::mismatch) {
+      return TransportError{
+          ErrorKind::hostkey,
+          fmt::format("host key differs from the one gcloud recorded for {} ({}:{}) — if the TPU VM was "
+                      "recreated, remove that line and run `tpurun hostkeys --import`; otherwise someone may be "
+                      "intercepting the connection",
+                      worker.host_key_alias, tilde(alias.line.file), alias.line.line)};
+    }
+  }
   const std::string name = known_hosts_name(worker.host, worker.port);
   switch (ssh_session_is_known_server(s)) {
     case SSH_KNOWN_HOSTS_OK:

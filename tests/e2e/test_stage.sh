@@ -46,10 +46,10 @@ assert_contains "$ERR" "w2 $(worker_ip 2): failed — exited 2"
 python3 - "$run_dir/run.json" "$run_id" "$snap" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-for k in ("run_id", "user", "pod", "workers", "command", "env", "staged_dir", "git", "tree_hash", "created_at"):
+for k in ("run_id", "user", "pod", "workers", "command", "env_names", "staged_dir", "git", "tree_hash", "created_at"):
     assert k in r, k
 assert r["run_id"] == sys.argv[2] and r["staged_dir"] == sys.argv[3] and r["user"] == "alice"
-assert r["command"] == ["sh", "probe.sh"] and r["env"] == {"FOO": "bar baz"}, r
+assert r["command"] == ["sh", "probe.sh"] and r["env_names"] == ["FOO"] and "env" not in r, r
 assert len(r["git"]["sha"]) == 40 and r["git"]["dirty"] is True  # probe.sh is untracked
 PY
 # The snapshot is read-only.

@@ -155,9 +155,13 @@ expect_exit 1 tpurun_as alice status
 assert_contains "$(row 'w[0,2-4,6-7]')" "free"
 
 # ------------------------------------------------------------------ an admin's override
-audit=$FAKEPOD_NFS/logs/tpurun-audit.log
-before=0
-if [[ -f $audit ]]; then before=$(wc -l <"$audit"); else on_exit "rm -f '$audit'"; fi
+# The record goes to alice's own audit file and to the worker's syslog (the
+# simulator's sink, $FAKEPOD_STATE/w5/syslog, stands in for journald).
+audit=$(user_home alice)/.local/state/tpurun/audit.jsonl
+syslog=$FAKEPOD_STATE/w5/syslog
+before=0 sys_before=0
+[[ -f $audit ]] && before=$(wc -l <"$audit")
+[[ -f $syslog ]] && sys_before=$(wc -l <"$syslog")
 expect_exit 0 tpurun_as alice kill --worker 5 --force --yes --grace 2s
 assert_contains "$OUT" "bob"
 assert_contains "$OUT" "$bob5"
@@ -165,8 +169,11 @@ assert_contains "$ERR" "recorded in $audit"
 assert_dead 5 "$bob5" "bob's job after --force --yes"
 assert_alive 1 "$bob1" "bob's job on w1 (not selected)"
 new=$(tail -n +$((before + 1)) "$audit")
-assert_contains "$new" "caller=alice"
-assert_contains "$new" "worker=w5 host=$(worker_ip 5) pid=$bob5 user=bob"
+assert_contains "$new" '"caller":"alice"'
+assert_contains "$new" "\"worker\":\"w5\",\"host\":\"$(worker_ip 5)\",\"pid\":$bob5,"
+assert_contains "$new" '"user":"bob"'
 assert_contains "$new" "train.py --forever"
+assert_contains "$(tail -n +$((sys_before + 1)) "$syslog")" "uid=0 "
+assert_contains "$(tail -n +$((sys_before + 1)) "$syslog")" "kill --force by alice"
 
 pass

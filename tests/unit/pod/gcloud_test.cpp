@@ -41,6 +41,14 @@ TEST(GcloudDescribeTest, WorkersAreTheEndpointsInOrder) {
   }
 }
 
+// gcloud files host keys under tpu.<node id>-<worker>[-...] (tpu-vm ssh's GetInstanceID).
+TEST(GcloudDescribeTest, EachWorkerGetsGcloudsHostKeyAlias) {
+  std::vector<Worker> workers = parse_gcloud_describe(kDescribeV4_32, true);
+  ASSERT_EQ(workers.size(), 4u);
+  EXPECT_EQ(workers[0].host_key_alias, "tpu.4311795032516739462-0");
+  EXPECT_EQ(workers[3].host_key_alias, "tpu.4311795032516739462-3");
+}
+
 TEST(GcloudDescribeTest, ExternalIpsWhenAsked) {
   EXPECT_THAT(hosts(parse_gcloud_describe(kDescribeV4_32, false)),
               ElementsAre("35.186.10.1", "35.186.10.2", "35.186.10.3", "35.186.10.4"));

@@ -23,6 +23,12 @@ hold 100 /dev/accel0
 hold 101 /dev/accel0
 lock 1 1001 alice 3 1 100
 logs 0
+begin start
+1 7
+100 5000
+101 5003
+900 9000
+end start
 begin pinfo
     100  1001 alice   100   100     1    50 python3 train.py
     101  1001 alice   100   100   100    50 python3 train.py
@@ -86,7 +92,8 @@ TEST(KillOnWorkersTest, KillsOwnJobLeavesOthersAndCleansTheStaleLock) {
   EXPECT_TRUE(has_arg(w0[0], "kill"));
   EXPECT_EQ(script_kind(w0[1]), "TPURUN-KILL");
   EXPECT_EQ(w0[1].command_line.find("sudo"), std::string::npos) << w0[1].command_line;
-  for (const char* arg : {"200", "g:100", "100:1001:100", "101:1001:100"}) {
+  // grace in centiseconds, no audit, the group, each victim with its start time
+  for (const char* arg : {"200", "0", "g:100", "100:1001:100:5000", "101:1001:100:5003"}) {
     EXPECT_TRUE(has_arg(w0[1], arg)) << arg << " in " << w0[1].command_line;
   }
   EXPECT_EQ(script_kind(w0[2]), "TPURUN-SCAN");
@@ -145,7 +152,27 @@ TEST(KillOnWorkersTest, ForceSignalsOtherUsersViaSudoAfterTheAudit) {
   ASSERT_GE(ran.size(), 2u);
   EXPECT_EQ(ran[1].command.command_line.rfind("exec sudo -n sh -s -- ", 0), 0u)
       << ran[1].command.command_line;
+  EXPECT_TRUE(has_arg(ran[1].command, "1")) << "the worker must audit too: " << ran[1].command.command_line;
   EXPECT_EQ(reports[0].gone_term.size(), 3u);
+}
+
+// The worker's syslog refused the record: the kill script signalled nothing,
+// and the report says so instead of "signalled".
+TEST(KillOnWorkersTest, WorkerSyslogRefusedMeansNothingWasSignalled) {
+  ScriptedTransport transport([](int, const RemoteCommand& c) -> ScriptedReply {
+    const std::string kind = script_kind(c);
+    if (kind == "TPURUN-SCAN") return {kBobHoldsEverything, "", 0};
+    if (kind == "TPURUN-KILL")
+      return {"TPURUN-KILL 1\nskipped 406 audit-failed\nskipped 407 audit-failed\nend\n", "", 0};
+    return {"TPURUN-CLEAN 1\nend\n", "", 0};
+  });
+  KillRequest r = request();
+  r.options.force = true;
+  auto reports = kill_on_workers(make_workers(1), transport, 1, CancelToken(), r);
+  EXPECT_FALSE(reports[0].signalled);
+  EXPECT_TRUE(reports[0].audit_failed);
+  EXPECT_NE(reports[0].error.find("nothing was signalled"), std::string::npos) << reports[0].error;
+  EXPECT_EQ(reports[0].state, TpuState::busy_other);
 }
 
 TEST(KillOnWorkersTest, RefusedAuditMeansNothingIsSignalled) {

@@ -165,5 +165,30 @@ TEST(ParseScanTest, RandomBytesNeverCrash) {
   EXPECT_FALSE(scan);
 }
 
+// Kill mode: the start block gives every process, holder or not, its start time.
+TEST(ParseScanTest, StartTimesAttachToHoldersAndTheProcessTable) {
+  auto scan = parse_scan(
+      "TPURUN-SCAN 1\ncaller 1001 alice\npriv root\nself 9\nhold 5 /dev/accel0\nlock 0\nlogs 0\n"
+      "begin start\n5 123456789012\n7 42\nend start\n"
+      "begin pinfo\n5 1001 alice 5 5 1 10 python3 t.py\nend pinfo\n"
+      "begin proc\n5 1 5 5 1001 10 python3 t.py\n7 5 5 5 1001 10 child\n8 5 5 5 1001 10 no start\nend proc\n"
+      "denied 0\nend\n");
+  ASSERT_TRUE(scan) << scan.error();
+  ASSERT_EQ(scan->holders.size(), 1u);
+  EXPECT_EQ(scan->holders[0].start_time, 123456789012u);
+  ASSERT_EQ(scan->processes.size(), 3u);
+  EXPECT_EQ(scan->processes[1].start_time, 42u);
+  EXPECT_EQ(scan->processes[2].start_time, 0u);  // exited before its stat was read: unknown
+}
+
+TEST(ParseScanTest, MalformedStartRecordIsAnError) {
+  for (const char* bad : {"5\n", "5 x\n", "5 -1\n", "5 1 2\n"}) {
+    auto scan = parse_scan(std::string("TPURUN-SCAN 1\ncaller 1001 alice\npriv root\nbegin start\n") + bad +
+                           "end start\nlock 0\nlogs 0\ndenied 0\nend\n");
+    ASSERT_FALSE(scan) << bad;
+    EXPECT_NE(scan.error().find("malformed 'start' record"), std::string::npos) << scan.error();
+  }
+}
+
 }  // namespace
 }  // namespace tpurun

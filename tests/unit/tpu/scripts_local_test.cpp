@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "fake_transport.hpp"
@@ -118,7 +120,91 @@ TEST_F(LocalScriptsTest, KillScriptTakesTheWholeGroupWithSigkillAfterGrace) {
   EXPECT_TRUE(after->scan->holders.empty());
 }
 
-// A pid that is now someone else's process (or a reused pid) is not signalled.
+// Field 22 of /proc/PID/stat: the start time the kill items carry.
+std::uint64_t start_time_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(") ") + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  return std::stoull(field);
+}
+
+TEST_F(LocalScriptsTest, ScanRecordsEachProcesssStartTimeInKillMode) {
+  start_job();
+  LocalTransport transport;
+  auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());
+  ASSERT_TRUE(conn);
+  auto scan = scan_connection(**conn, testing::make_workers(1)[0], {globs(), true}, CancelToken());
+  ASSERT_TRUE(scan && scan->scan) << scan->error;
+  auto holder = std::find_if(scan->scan->holders.begin(), scan->scan->holders.end(),
+                             [&](const ScannedProcess& p) { return p.pid == job_; });
+  ASSERT_NE(holder, scan->scan->holders.end());
+  EXPECT_EQ(holder->start_time, start_time_of(job_));
+  auto in_table = std::find_if(scan->scan->processes.begin(), scan->scan->processes.end(),
+                               [&](const ScannedProcess& p) { return p.pid == job_; });
+  ASSERT_NE(in_table, scan->scan->processes.end());
+  EXPECT_EQ(in_table->start_time, start_time_of(job_));
+}
+
+// A link target with a newline cannot forge a record: another process of
+// ours (`victim`) opens nothing, yet a name like "accel0\nH /proc/VICTIM/fd
+// .../accel0" would make the scan report it as holding the TPU.
+TEST_F(LocalScriptsTest, ALinkTargetWithANewlineForgesNoHolder) {
+  pid_t victim = fork();
+  ASSERT_GE(victim, 0);
+  if (victim == 0) {
+    execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string forged_dir = dir_ + "/accel0\nH /proc/" + std::to_string(victim) + "/fd " + dir_ + "/x";
+  ASSERT_EQ(std::system(("mkdir -p '" + forged_dir + "'").c_str()), 0);
+  std::ofstream(forged_dir + "/accel0").put('\n');
+  const std::string script = "exec 3<'" + forged_dir + "/accel0'; echo ready >" + dir_ + "/ready; exec sleep 300";
+  job_ = fork();
+  ASSERT_GE(job_, 0);
+  if (job_ == 0) {
+    setsid();
+    execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 200 && access((dir_ + "/ready").c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  LocalTransport transport;
+  auto results = scan_workers(testing::make_workers(1), transport, 1, CancelToken(), globs());
+  ::kill(victim, SIGKILL);
+  ::waitpid(victim, nullptr, 0);
+  ASSERT_TRUE(results[0].scan) << results[0].error;
+  for (const ScannedProcess& p : results[0].scan->holders) {
+    EXPECT_NE(p.pid, victim) << "forged holder";
+    EXPECT_EQ(p.devices[0].find('\n'), std::string::npos);
+  }
+}
+
+// A pid whose start time differs from the scan's is another process now
+// (the pid was reused): it is not signalled, even with the right owner.
+TEST_F(LocalScriptsTest, KillScriptSkipsAPidWhoseStartTimeChanged) {
+  start_job();
+  KillPlan plan;
+  ScannedProcess p;
+  p.pid = job_;
+  p.uid = static_cast<int>(getuid());
+  p.pgid = job_;
+  p.start_time = start_time_of(job_) + 1;  // the process the scan saw started at another time
+  plan.victims.push_back({p, "test"});
+  LocalTransport transport;
+  auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());
+  CaptureSink sink;
+  ASSERT_TRUE((*conn)->run(build_kill_command(plan, 100), sink, CancelToken()));
+  EXPECT_NE(sink.out.find("skipped " + std::to_string(job_) + " pid-reused"), std::string::npos) << sink.out;
+  EXPECT_EQ(sink.out.find("signal"), std::string::npos) << sink.out;
+  EXPECT_EQ(::kill(job_, 0), 0);  // still alive
+}
+
+// A pid that is now someone else's process is not signalled.
 TEST_F(LocalScriptsTest, KillScriptSkipsAPidWhoseOwnerChanged) {
   start_job();
   KillPlan plan;
@@ -126,6 +212,7 @@ TEST_F(LocalScriptsTest, KillScriptSkipsAPidWhoseOwnerChanged) {
   p.pid = job_;
   p.uid = static_cast<int>(getuid()) + 4242;  // not who owns it
   p.pgid = job_;
+  p.start_time = start_time_of(job_);
   plan.victims.push_back({p, "test"});
   LocalTransport transport;
   auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());

@@ -1,0 +1,98 @@
+#include "cli/hostkeys.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/report.hpp"
+#include "transport/known_hosts.hpp"
+#include "tpurun/worker_select.hpp"
+
+namespace tpurun::cli {
+
+std::vector<std::string> gcloud_import_argv(const GcloudSpec& spec, const std::string& workers) {
+  std::vector<std::string> argv = {"gcloud", "compute", "tpus", "tpu-vm", "ssh", spec.name, "--zone", spec.zone};
+  if (!spec.project.empty()) {
+    argv.push_back("--project");
+    argv.push_back(spec.project);
+  }
+  argv.push_back("--worker=" + workers);
+  argv.push_back("--command=true");
+  return argv;
+}
+
+CLI::App* register_hostkeys(CLI::App& app, HostKeysOptions& o) {
+  CLI::App* cmd = app.add_subcommand("hostkeys", "Show (and --import) the workers' host keys gcloud has recorded");
+  add_target_options(*cmd, o.target);
+  cmd->add_flag("--import", o.import, "Record the keys once: run gcloud's tpu-vm ssh on the workers (--command=true)");
+  cmd->add_flag("--dry-run", o.dry_run, "With --import: print the gcloud command; run nothing");
+  cmd->add_flag("--json", o.json, "Print {pod, file, workers: [{worker, host, alias, recorded, line}]}");
+  cmd->footer(R"(gcloud pods only. gcloud files each TPU VM worker's host key in
+~/.ssh/google_compute_known_hosts under an alias, tpu.<node id>-<worker>[-...],
+not under its address. tpurun checks a worker's key there first: a key that
+matches is verified (even with host_key_policy "strict"), one that differs is
+refused. Workers gcloud has no key for fall back to ~/.ssh/known_hosts by
+address (host_key_policy decides: accept-new records them on first use).
+
+Exit status: 0 when every selected worker's key is recorded; 1 otherwise; 255
+when gcloud failed; 2 for usage errors.
+
+Examples:
+  tpurun hostkeys                   # which keys gcloud has recorded
+  tpurun hostkeys --import --dry-run
+  tpurun hostkeys --import          # then: host_key_policy "strict" works)");
+  return cmd;
+}
+
+int run_hostkeys(const HostKeysOptions& o, Context& ctx) {
+  if (o.dry_run && !o.import) throw UsageError("--dry-run goes with --import");
+  Target target = resolve_target(o.target, ctx);
+  if (!target.pod.gcloud) {
+    throw UsageError(fmt::format(
+        "pod '{}' is not a gcloud pod: its host keys are in known_hosts under their addresses "
+        "(host_key_policy accept-new records them on first use; or ssh-keyscan HOST >> ~/.ssh/known_hosts)",
+        target.pod.name));
+  }
+  if (o.import) {
+    const auto argv = gcloud_import_argv(*target.pod.gcloud, o.target.workers);
+    if (o.dry_run) {
+      fmt::print(ctx.out, "dry run: would run\n  {}\n", fmt::join(argv, " "));
+      return 0;
+    }
+    fmt::print(ctx.err, "tpurun: running {}\n", fmt::join(argv, " "));
+    const ProcessResult result = ctx.processes.run(argv);
+    if (result.exit_code != 0) {
+      fmt::print(ctx.err, "tpurun: error: gcloud failed (exit {}):\n{}", result.exit_code, result.err);
+      return 255;
+    }
+  }
+  const std::string& file = target.pod.ssh.alias_known_hosts;
+  int missing = 0;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Worker& w : target.workers) {
+    auto lines = find_alias_lines(file, w.host_key_alias);
+    rows.push_back({{"worker", w.index},
+                    {"host", w.host},
+                    {"alias", w.host_key_alias},
+                    {"recorded", !lines.empty()},
+                    {"line", lines.empty() ? nlohmann::json(nullptr) : nlohmann::json(lines[0].line)}});
+    if (o.json) {
+      missing += lines.empty() ? 1 : 0;
+    } else if (lines.empty()) {
+      ++missing;
+      fmt::print(ctx.out, "{:<4} {:<15} {:<28} not recorded\n", w.label(), w.host, w.host_key_alias);
+    } else {
+      fmt::print(ctx.out, "{:<4} {:<15} {:<28} recorded ({}:{})\n", w.label(), w.host, w.host_key_alias, file,
+                 lines[0].line);
+    }
+  }
+  if (o.json) {
+    print_json(ctx.out, {{"pod", target.pod.name}, {"file", file}, {"workers", rows}});
+  } else if (missing > 0) {
+    fmt::print(ctx.err, "tpurun: {} of {} workers have no key recorded by gcloud; `tpurun hostkeys --import` "
+                        "records them\n",
+               missing, target.workers.size());
+  }
+  return missing > 0 ? 1 : 0;
+}
+
+}  // namespace tpurun::cli

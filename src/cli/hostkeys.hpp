@@ -1,0 +1,27 @@
+#pragma once
+// tpurun hostkeys: for gcloud pods, which workers' host keys gcloud has
+// recorded (by HostKeyAlias in ~/.ssh/google_compute_known_hosts, where
+// tpurun checks them first), and --import to record them once through gcloud.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/context.hpp"
+#include "cli/target.hpp"
+
+namespace tpurun::cli {
+
+struct HostKeysOptions {
+  TargetOptions target;
+  bool import = false;
+  bool dry_run = false;
+  bool json = false;
+};
+
+// `gcloud compute tpus tpu-vm ssh NAME --zone Z [--project P] --worker=W --command=true`
+std::vector<std::string> gcloud_import_argv(const GcloudSpec& spec, const std::string& workers);
+
+CLI::App* register_hostkeys(CLI::App& app, HostKeysOptions& options);
+int run_hostkeys(const HostKeysOptions& options, Context& ctx);
+
+}  // namespace tpurun::cli
