@@ -4,11 +4,13 @@
 //
 // Rules (docs/output.md explains the trade-off):
 // - A new line opens a group. A worker printing the same text joins the
-//   oldest open group with that text that comes after its own previous line,
-//   so one worker's lines are always emitted in the order it printed them.
-// - Groups are emitted in the order they were opened, each one as soon as
-//   every worker still running has joined it, or `window` after its last
-//   join, and never later than `max_hold` after it opened.
+//   oldest held group with that text, unless that group would then have to
+//   come both before and after the worker's own earlier held lines.
+// - A group is emitted once every worker still running has joined it, or
+//   `window` after its last join, and never later than `max_hold` after it
+//   opened; but only after each of its workers' earlier lines, so that one
+//   worker's lines always come out in the order it printed them. Among the
+//   groups free to go, the oldest goes first, and younger ones wait for it.
 // - A worker that prints a line only after its group was emitted gets a late
 //   line (`late`), unless it had printed that text itself in the group.
 // - Held text is bounded by `max_held_bytes`; beyond it the oldest groups are
@@ -21,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,29 +66,37 @@ class LineCollapser {
   void flush_all();
 
  private:
+  using Id = unsigned long long;
   struct Group {
     std::string text;
     TimePoint opened;
     TimePoint last_join;
     std::vector<bool> member;  // per position in workers_
+    std::size_t members = 0;
+    std::size_t fronts = 0;                  // members whose queue starts with this group
+    std::vector<Id> next;                    // members' next groups: they come after this one
   };
   struct StreamState {
-    std::deque<Group> open;  // in the order opened; open[k] has id first_id + k
-    unsigned long long first_id = 0;
-    std::unordered_map<std::string, std::deque<unsigned long long>> ids_by_text;
-    std::vector<long long> last_id;  // per worker position: its latest group, -1 before any
+    std::unordered_map<Id, Group> open;
+    Id next_id = 0;
+    std::unordered_map<std::string, std::set<Id>> ids_by_text;
+    std::vector<std::deque<Id>> queue;  // per worker position: its held groups, in order
+    std::set<Id> unblocked;             // groups at the front of every member's queue
     std::map<std::string, std::vector<bool>> recent;  // emitted group texts -> who printed them
     std::deque<std::string> recent_order;
     std::size_t held_bytes = 0;
   };
 
   int position(int worker) const;
+  bool reaches(const StreamState& state, Id from, Id to) const;
+  void append(StreamState& state, int pos, Id id);
   void release(StreamState& state, Stream stream, TimePoint now, bool all);
-  bool complete(const Group& group) const;
-  void emit_group(StreamState& state, Stream stream, const Group& group);
+  bool ready(const Group& group, TimePoint now) const;
+  void emit_group(StreamState& state, Stream stream, Id id);
 
   std::vector<int> workers_;        // indices, ascending
   std::vector<bool> ended_;         // per position
+  std::size_t active_ = 0;          // workers not ended
   Emit emit_;
   CollapseOptions options_;
   StreamState streams_[2];

@@ -56,12 +56,10 @@ CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
   add_target_options(*cmd, o.target);
   cmd->add_option("--script", o.script,
                   "Send this local script to `bash -s` on every worker (args after -- go to the script)");
-  auto* gather = cmd->add_flag("--gather", o.gather, "Print identical outputs once, with the workers that produced them");
-  auto* json = cmd->add_flag("--json", o.json, "Print one JSON record per worker instead of streaming output");
+  cmd->add_flag("--gather", o.gather, "Print identical outputs once, with the workers that produced them");
+  cmd->add_flag("--json", o.json, "Print one JSON record per worker instead of streaming output");
   cmd->add_flag("--raw,--no-collapse", o.raw,
-                "Stream every worker's lines as they come, without collapsing identical lines")
-      ->excludes(gather)
-      ->excludes(json);
+                "Stream every worker's lines as they come, without collapsing identical lines");
   cmd->add_flag("--dry-run", o.dry_run, "Show the workers and the exact remote command; connect to nothing");
   cmd->add_option("command", o.argv, "The command and its arguments, after --; each arrives verbatim");
   cmd->footer(R"(Output lines are prefixed with their worker: [w3 10.0.0.5] ...
@@ -97,6 +95,10 @@ RemoteCommand build_exec_command(const ExecOptions& o, const std::string& script
 int run_exec(const ExecOptions& o, Context& ctx) {
   if (o.argv.empty() && o.script.empty()) {
     throw UsageError("nothing to run: give a command after --, or --script FILE (see tpurun exec --help)");
+  }
+  if (o.raw && (o.json || o.gather)) {
+    throw UsageError(fmt::format("--raw changes only streamed output, and {} never collapses lines: drop --raw",
+                                 o.json ? "--json" : "--gather"));
   }
   Target target = resolve_target(o.target, ctx);
   const std::string script_text = o.script.empty() ? "" : read_script(o.script);

@@ -116,7 +116,21 @@ TEST(LineCollapserTest, OneWorkersLinesKeepTheirOrderBehindAHeldLine) {
   EXPECT_EQ(r.lines, (Lines{"out w0: only mine", "out w0-1: shared"}));
 }
 
-TEST(LineCollapserTest, AWorkerJoinsOnlyGroupsAfterItsOwnPreviousLine) {
+TEST(LineCollapserTest, DistinctLinesBetweenSharedOnesDoNotSplitThem) {
+  Recorded r(3);
+  // Given each worker printing a shared line, its own host name, then another shared line,
+  for (int w = 0; w < 3; ++w) {
+    r.add(w, "start", w);
+    r.add(w, "host-" + std::to_string(w), w);
+    r.add(w, "end", w);
+  }
+  r.collapser.tick(r.at(600));
+  // then both shared lines are collapsed, with the host names between them.
+  EXPECT_EQ(r.lines, (Lines{"out w0-2: start", "out w0: host-0", "out w1: host-1", "out w2: host-2",
+                            "out w0-2: end"}));
+}
+
+TEST(LineCollapserTest, AJoinThatWouldReorderAWorkersLinesOpensANewGroup) {
   Recorded r(2);
   // Given worker 0 printing A, B, A and worker 1 printing B, A,
   r.add(0, "A", 0);
