@@ -36,6 +36,7 @@ class LinePrinter {
   bool color_out_;
   bool color_err_;
   bool progress_shown_ = false;
+  std::string progress_line_;  // what is shown, while progress_shown_
   std::mutex mutex_;
 };
 

@@ -8,6 +8,7 @@ namespace {
 
 constexpr std::size_t kGroupOverhead = 128;  // bookkeeping counted against max_held_bytes
 constexpr std::size_t kRecentTexts = 256;    // emitted group texts remembered for late lines
+constexpr std::size_t kRecentTextMax = 4096;  // longer ones are not (bounds that memory to 1 MiB)
 constexpr std::size_t kOrderSearch = 256;    // groups visited before a join is given up as tangled
 
 }  // namespace
@@ -168,7 +169,7 @@ void LineCollapser::emit_group(StreamState& state, Stream stream, Id id) {
     for (std::size_t pos = 0; pos < workers_.size(); ++pos) {
       if (group.member[pos]) seen->second[pos] = true;
     }
-  } else if (line.workers.size() >= 2) {  // a new occurrence of a shared line
+  } else if (line.workers.size() >= 2 && group.text.size() <= kRecentTextMax) {  // a new shared line
     if (seen == state.recent.end()) {
       state.recent_order.push_back(group.text);
       if (state.recent_order.size() > kRecentTexts) {

@@ -73,6 +73,8 @@ void LinePrinter::progress(std::string_view text) {
   std::lock_guard lock(mutex_);
   // A line that wrapped could not be erased by the next "\r\033[K".
   std::string line = fmt::format("\r\033[K{}", fit_columns(text, terminal_columns(err_) - 1));
+  if (progress_shown_ && line == progress_line_) return;  // redrawing the same text is only noise
+  progress_line_ = line;
   std::fwrite(line.data(), 1, line.size(), err_);
   std::fflush(err_);
   progress_shown_ = true;
