@@ -1,8 +1,8 @@
 #pragma once
 // Cuts one stream of a worker's output into lines, with bounded memory:
 // - a `\r` redraw (tqdm, JAX's compile progress) keeps only its latest state:
-//   `a\rb\rc\n` is the line "c", and `redraw()` is the last complete state of
-//   a line still being redrawn, for a progress display;
+//   `a\rb\rc\n` is the line "c", and `progress()` is the latest state of a
+//   line still being redrawn, for a progress display;
 // - a line longer than kMaxLine bytes is cut there, with a note, and the rest
 //   of it, up to its newline, is dropped.
 #include <cstddef>
@@ -23,20 +23,19 @@ class LineSplitter {
   // The unfinished line (its latest redraw state), if any; the splitter is
   // then empty. Called when the stream ends.
   std::optional<std::string> finish();
-  // The latest complete `\r` state of the unfinished line ("" when none).
-  const std::string& redraw() const { return redraw_; }
-  // Bumped whenever redraw() changes, so a display can skip unchanged states.
-  unsigned redraw_version() const { return redraw_version_; }
+  // The latest state of an unfinished line that was redrawn with `\r`
+  // (tqdm writes "\r 45%|####  |"), at most `max` bytes; "" when none.
+  std::string progress(std::size_t max = kMaxLine) const;
 
  private:
   void end_line(const std::function<void(std::string_view)>& on_line);
   void cut_line(const std::function<void(std::string_view)>& on_line);
-  void set_redraw(std::string text);
+  void reset_line();
 
-  std::string pending_;  // bytes since the line's start or its last \r
-  std::string redraw_;   // the state before the last \r
-  bool dropping_ = false;  // inside the rest of a line that was cut
-  unsigned redraw_version_ = 0;
+  std::string pending_;     // bytes since the line's start or its last \r
+  std::string redraw_;      // the state before the last \r
+  bool redrawn_ = false;    // the unfinished line has seen a \r
+  bool dropping_ = false;   // inside the rest of a line that was cut
 };
 
 }  // namespace tpurun

@@ -66,11 +66,12 @@ class LiveOutput {
   struct Activity {
     WorkerRunState state = WorkerRunState::running;
     std::chrono::steady_clock::time_point last_output;
-    std::string redraw;  // latest `\r` state of an unfinished line, cut short
+    std::string progress[2];  // per stream: the latest `\r` state of an unfinished line, cut short
   };
   size_t slot(int worker_index) const;
-  void saw_output(size_t slot);
-  void saw_redraw(size_t slot, const std::string& text);
+  // Output arrived; `progress`, if given, is the stream's new `\r` state.
+  void saw_output(size_t slot, Stream stream, std::optional<std::string> progress);
+  void saw_progress(size_t slot, Stream stream, std::string progress);
   void emit(const CollapsedLine& line);
 
   LinePrinter& printer_;

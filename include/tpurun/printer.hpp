@@ -51,7 +51,8 @@ class WorkerSink : public OutputSink {
 // redraws keep their last state, lines are cut at 64 KiB) for a LinePrinter.
 class PrefixedSink : public WorkerSink {
  public:
-  // on_redraw, if set, gets each new `\r` state of an unfinished line.
+  // on_redraw, if set, is called after every write with the latest `\r`
+  // state of that stream's unfinished line ("" when it is not redrawn).
   using RedrawFn = std::function<void(Stream, const std::string&)>;
   PrefixedSink(LinePrinter& printer, Worker worker, RedrawFn on_redraw = {})
       : printer_(&printer), worker_(std::move(worker)), on_redraw_(std::move(on_redraw)) {}

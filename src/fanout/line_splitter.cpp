@@ -39,9 +39,12 @@ void LineSplitter::feed(std::string_view data, const std::function<void(std::str
     if (stop == std::string_view::npos) break;
     if (data[stop] == '\n') {
       end_line(on_line);
-    } else if (!pending_.empty()) {  // "\r\r" or "\r\n" keep the state before
-      set_redraw(std::move(pending_));
-      pending_.clear();
+    } else {
+      redrawn_ = true;
+      if (!pending_.empty()) {  // "\r\r" or "\r\n" keep the state before
+        redraw_ = std::move(pending_);
+        pending_.clear();
+      }
     }
     ++i;
   }
@@ -49,22 +52,27 @@ void LineSplitter::feed(std::string_view data, const std::function<void(std::str
 
 void LineSplitter::end_line(const std::function<void(std::string_view)>& on_line) {
   on_line(pending_.empty() ? redraw_ : pending_);
-  pending_.clear();
-  if (!redraw_.empty()) set_redraw({});
+  reset_line();
 }
 
 void LineSplitter::cut_line(const std::function<void(std::string_view)>& on_line) {
   pending_.resize(whole_utf8_prefix(pending_));
   pending_.append(kCutNote);
   on_line(pending_);
-  pending_.clear();
-  if (!redraw_.empty()) set_redraw({});
+  reset_line();
   dropping_ = true;
 }
 
-void LineSplitter::set_redraw(std::string text) {
-  redraw_ = std::move(text);
-  ++redraw_version_;
+void LineSplitter::reset_line() {
+  pending_.clear();
+  redraw_.clear();
+  redrawn_ = false;
+}
+
+std::string LineSplitter::progress(std::size_t max) const {
+  if (!redrawn_) return {};
+  const std::string& latest = pending_.empty() ? redraw_ : pending_;
+  return latest.substr(0, max);
 }
 
 std::optional<std::string> LineSplitter::finish() {
@@ -72,10 +80,9 @@ std::optional<std::string> LineSplitter::finish() {
   if (!pending_.empty()) {
     last = std::move(pending_);
   } else if (!redraw_.empty()) {
-    last = redraw_;
+    last = std::move(redraw_);
   }
-  pending_.clear();
-  if (!redraw_.empty()) set_redraw({});
+  reset_line();
   dropping_ = false;
   return last;
 }

@@ -16,12 +16,10 @@ class LiveOutput::CollapsingSink : public WorkerSink {
  public:
   CollapsingSink(LiveOutput& live, size_t slot) : live_(live), slot_(slot) {}
   void write(Stream stream, std::string_view data) override {
-    live_.saw_output(slot_);
     LineSplitter& lines = lines_[stream == Stream::out ? 0 : 1];
-    const unsigned redraw_before = lines.redraw_version();
     const auto now = live_.options_.clock();
     lines.feed(data, [&](std::string_view line) { live_.collapser_->add(index(), stream, std::string(line), now); });
-    if (lines.redraw_version() != redraw_before) live_.saw_redraw(slot_, lines.redraw());
+    live_.saw_output(slot_, stream, lines.progress(kRedrawKept));
   }
   void flush() override {
     for (int i = 0; i < 2; ++i) {
@@ -29,7 +27,8 @@ class LiveOutput::CollapsingSink : public WorkerSink {
         live_.collapser_->add(index(), i == 0 ? Stream::out : Stream::err, std::move(*last), live_.options_.clock());
       }
     }
-    live_.saw_redraw(slot_, {});
+    live_.saw_progress(slot_, Stream::out, {});
+    live_.saw_progress(slot_, Stream::err, {});
     live_.collapser_->worker_ended(index(), live_.options_.clock());
   }
 
@@ -46,10 +45,11 @@ class LiveOutput::RawSink : public WorkerSink {
   RawSink(LiveOutput& live, size_t slot)
       : live_(live),
         slot_(slot),
-        lines_(live.printer_, live.workers_[slot],
-               [this](Stream, const std::string& redraw) { live_.saw_redraw(slot_, redraw); }) {}
+        lines_(live.printer_, live.workers_[slot], [this](Stream stream, const std::string& progress) {
+          live_.saw_progress(slot_, stream, progress.substr(0, kRedrawKept));
+        }) {}
   void write(Stream stream, std::string_view data) override {
-    live_.saw_output(slot_);
+    live_.saw_output(slot_, stream, std::nullopt);
     lines_.write(stream, data);
   }
   void flush() override { lines_.flush(); }
@@ -99,15 +99,16 @@ void LiveOutput::set_state(int worker_index, WorkerRunState state) {
   activity_[s].state = state;
 }
 
-void LiveOutput::saw_output(size_t s) {
+void LiveOutput::saw_output(size_t s, Stream stream, std::optional<std::string> progress) {
   const auto now = options_.clock();
   std::lock_guard lock(mutex_);
   activity_[s].last_output = now;
+  if (progress) activity_[s].progress[stream == Stream::out ? 0 : 1] = std::move(*progress);
 }
 
-void LiveOutput::saw_redraw(size_t s, const std::string& text) {
+void LiveOutput::saw_progress(size_t s, Stream stream, std::string progress) {
   std::lock_guard lock(mutex_);
-  activity_[s].redraw.assign(text, 0, std::min(text.size(), kRedrawKept));
+  activity_[s].progress[stream == Stream::out ? 0 : 1] = std::move(progress);
 }
 
 void LiveOutput::emit(const CollapsedLine& line) {
@@ -131,7 +132,9 @@ std::string LiveOutput::bottom_line() {
       const Activity& a = activity_[i];
       auto quiet = std::chrono::duration_cast<std::chrono::seconds>(now - a.last_output);
       activities.push_back({workers_[i].index, a.state, std::max(quiet, std::chrono::seconds(0))});
-      if (redraw.empty() && !a.redraw.empty()) redraw = fmt::format("{}: {}", workers_[i].label(), a.redraw);
+      for (const std::string& progress : a.progress) {
+        if (redraw.empty() && !progress.empty()) redraw = fmt::format("{}: {}", workers_[i].label(), progress);
+      }
     }
   }
   std::string line = workers_.size() > 1 ? format_follow_status(activities, options_.quiet_rule) : "";

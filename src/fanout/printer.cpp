@@ -11,6 +11,7 @@ namespace {
 const char* const kColors[] = {"\033[36m", "\033[33m", "\033[35m", "\033[32m", "\033[34m", "\033[91m"};
 const char* const kBold = "\033[1m";
 const char* const kReset = "\033[0m";
+constexpr size_t kRedrawShown = 512;  // more never fits on one terminal line
 
 int terminal_columns(std::FILE* file) {
   winsize size{};
@@ -93,9 +94,8 @@ void LinePrinter::clear_progress_locked() {
 
 void PrefixedSink::write(Stream stream, std::string_view data) {
   LineSplitter& lines = lines_[stream == Stream::out ? 0 : 1];
-  const unsigned redraw_before = lines.redraw_version();
   lines.feed(data, [&](std::string_view line) { printer_->worker_line(worker_, stream, line); });
-  if (on_redraw_ && lines.redraw_version() != redraw_before) on_redraw_(stream, lines.redraw());
+  if (on_redraw_) on_redraw_(stream, lines.progress(kRedrawShown));
 }
 
 void PrefixedSink::flush() {

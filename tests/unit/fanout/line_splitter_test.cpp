@@ -24,23 +24,30 @@ TEST(LineSplitterTest, CarriageReturnRedrawsKeepOnlyTheFinalState) {
   EXPECT_EQ(f.lines, std::vector<std::string>{"c"});
 }
 
-TEST(LineSplitterTest, RedrawShowsTheLatestCompleteStateUntilTheNewline) {
+TEST(LineSplitterTest, ProgressIsTheLatestRedrawnStateUntilTheNewline) {
   Fed f;
-  // Given tqdm's redraws arriving in chunks,
-  f.feed("\r 10%|#");
-  EXPECT_EQ(f.splitter.redraw(), "");
-  f.feed("   |\r 50%|##");
-  // then the display state is the last complete one, and no line is printed yet;
-  EXPECT_EQ(f.splitter.redraw(), " 10%|#   |");
-  f.feed("  |\r100%|###|");
-  EXPECT_EQ(f.splitter.redraw(), " 50%|##  |");
+  // Given tqdm's redraws ("\r" first, then the bar) arriving in chunks,
+  f.feed("\r 10%|#   |");
+  // then the progress state is the latest one, and no line is printed yet;
+  EXPECT_EQ(f.splitter.progress(), " 10%|#   |");
+  f.feed("\r 50%|##  |\r100%");
+  EXPECT_EQ(f.splitter.progress(), "100%");
+  EXPECT_EQ(f.splitter.progress(2), "10");
+  f.feed("|###|");
+  EXPECT_EQ(f.splitter.progress(), "100%|###|");
   EXPECT_TRUE(f.lines.empty());
   // when the bar closes with a newline, its final state is the line and the state is gone.
-  const unsigned version = f.splitter.redraw_version();
   f.feed("\n");
   EXPECT_EQ(f.lines, std::vector<std::string>{"100%|###|"});
-  EXPECT_EQ(f.splitter.redraw(), "");
-  EXPECT_NE(f.splitter.redraw_version(), version);
+  EXPECT_EQ(f.splitter.progress(), "");
+}
+
+TEST(LineSplitterTest, AnUnfinishedPlainLineIsNoProgress) {
+  Fed f;
+  f.feed("Loading checkpoint...");
+  EXPECT_EQ(f.splitter.progress(), "");
+  f.feed(" 50%\r");
+  EXPECT_EQ(f.splitter.progress(), "Loading checkpoint... 50%");
 }
 
 TEST(LineSplitterTest, CrLfEndsALineWithoutLosingIt) {
@@ -96,7 +103,7 @@ TEST(LineSplitterTest, EndlessRedrawsKeepMemoryBounded) {
   const std::string state(50 * 1024, 'p');
   for (int i = 0; i < 50; ++i) f.feed(state + "\r");
   // then only the latest state is kept.
-  EXPECT_EQ(f.splitter.redraw().size(), state.size());
+  EXPECT_EQ(f.splitter.progress().size(), state.size());
   EXPECT_TRUE(f.lines.empty());
 }
 
