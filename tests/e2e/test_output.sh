@@ -84,6 +84,18 @@ assert_eq "${#xs}" 65536 "length of the cut line"
 [[ $xs =~ ^x+$ ]] || fail "the cut line holds something other than the x's"
 assert_contains "$OUT" "[w0-$last] after"
 
+# On a terminal, the bottom line shows the workers' states and the latest \r
+# state of a progress bar (it is redrawn every 100 ms; the bar holds each state
+# for a second). Run under script(1) for a pseudo-terminal.
+tty_dir=$(scratch_dir alice)
+printf 'exec %q --config %q exec -- sh -c %q\n' "$TPURUN" "$FAKEPOD_CONFIG" \
+  "$(synced tty "printf '\\r50%%'; sleep 1; printf '\\r100%%\\n'")" >"$tty_dir/tty.sh"
+chmod 644 "$tty_dir/tty.sh"
+expect_exit 0 as_user alice script -qec "bash $tty_dir/tty.sh" /dev/null
+assert_contains "$OUT" "$N workers: $N running"
+[[ $OUT =~ w[0-9]+:\ 50% ]] || fail "no progress state on the bottom line: $(cat -v <<<"$OUT")"
+assert_contains "$OUT" "[w0-$last]"$'\033[0m'" 100%"
+
 # --raw only changes streamed output: with --json or --gather it is refused.
 expect_exit 2 tpurun_as alice exec --raw --json -- true
 assert_contains "$ERR" "--json never collapses lines: drop --raw"
