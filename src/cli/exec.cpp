@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "cli/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
 #include "tpurun/gather.hpp"
+#include "tpurun/live_output.hpp"
 #include "tpurun/printer.hpp"
 #include "tpurun/shell_quote.hpp"
 #include "tpurun/worker_select.hpp"
@@ -57,6 +59,8 @@ CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
                   "Send this local script to `bash -s` on every worker (args after -- go to the script)");
   cmd->add_flag("--gather", o.gather, "Print identical outputs once, with the workers that produced them");
   cmd->add_flag("--json", o.json, "Print one JSON record per worker instead of streaming output");
+  cmd->add_flag("--raw,--no-collapse", o.raw,
+                "Stream every worker's lines as they come, without collapsing identical lines");
   cmd->add_flag("--dry-run", o.dry_run, "Show the workers and the exact remote command; connect to nothing");
   cmd->add_option("--timeout", o.timeout,
                   "Stop the command on a worker that runs longer than this (e.g. 90s, 10m): SIGTERM, then "
@@ -64,6 +68,12 @@ CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
       ->allow_extra_args(false);
   cmd->add_option("command", o.argv, "The command and its arguments, after --; each arrives verbatim");
   cmd->footer(R"(Output lines are prefixed with their worker: [w3 10.0.0.5] ...
+A line that several workers print within about half a second is printed once,
+labelled with them: [w0-7] epoch 1 loss 0.500. Workers that print it later are
+added in a line of their own: [+w6] epoch 1 loss 0.500. --raw turns this off.
+A progress bar redrawn with \r shows its latest state (on a terminal, on the
+bottom line); its final state is printed as a line. Lines longer than 64 KiB
+are cut. Details: docs/output.md.
 Exit status: 0 if every worker exited 0; 255 if any worker could not be reached
 or authenticated, or stopped answering mid-command (SSH keepalives, ~30s);
 124 if a command ran past --timeout; otherwise the largest remote exit code.
@@ -72,7 +82,8 @@ or authenticated, or stopped answering mid-command (SSH keepalives, ~30s);
 Examples:
   tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
   tpurun exec --worker 0 -- nvidia-smi            # worker 0 only
-  tpurun exec --worker 1-3 --gather -- uname -r    # identical output printed once
+  tpurun exec --worker 1-3 --gather -- uname -r    # identical whole outputs printed once
+  tpurun exec --raw -- dmesg | grep -i error       # every worker's every line
   tpurun exec --script setup.sh                    # install packages, mount NFS everywhere
   tpurun exec -- bash -c 'cd /nfs/code && git pull'   # shell syntax needs an explicit shell
   tpurun exec --timeout 2m -- python3 check_tpu.py   # a hung worker cannot block
@@ -93,6 +104,10 @@ int run_exec(const ExecOptions& o, Context& ctx) {
   if (o.argv.empty() && o.script.empty()) {
     throw UsageError("nothing to run: give a command after --, or --script FILE (see tpurun exec --help)");
   }
+  if (o.raw && (o.json || o.gather)) {
+    throw UsageError(fmt::format("--raw changes only streamed output, and {} never collapses lines: drop --raw",
+                                 o.json ? "--json" : "--gather"));
+  }
   Target target = resolve_target(o.target, ctx);
   const std::string script_text = o.script.empty() ? "" : read_script(o.script);
   RemoteCommand command = build_exec_command(o, script_text);
@@ -107,14 +122,14 @@ int run_exec(const ExecOptions& o, Context& ctx) {
 
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
   const bool stream_live = !o.json && !o.gather;
-  std::vector<PrefixedSink> sinks;
-  std::vector<OutputSink*> live(target.workers.size(), nullptr);
+  LiveOutputOptions live_options;
+  live_options.collapse = !o.raw;
+  LiveOutput live(printer, target.workers, live_options);
+  std::vector<OutputSink*> live_sinks(target.workers.size(), nullptr);
+  std::optional<LiveOutputTicker> ticker;
   if (stream_live) {
-    sinks.reserve(target.workers.size());
-    for (size_t i = 0; i < target.workers.size(); ++i) {
-      sinks.emplace_back(printer, target.workers[i]);
-      live[i] = &sinks.back();
-    }
+    for (size_t i = 0; i < target.workers.size(); ++i) live_sinks[i] = &live.sink(target.workers[i].index);
+    ticker.emplace(live);
   }
   FanoutPlan plan;
   plan.workers = target.workers;
@@ -123,16 +138,16 @@ int run_exec(const ExecOptions& o, Context& ctx) {
   plan.capture = !stream_live;
   auto transport = ctx.make_transport(target.pod);
   std::atomic<size_t> done{0};
-  auto outcomes = run_on_workers(plan, *transport, live, ctx.cancel, [&](const WorkerOutcome& outcome) {
-    if (stream_live) {  // a last line without newline shows as soon as its worker ends
-      for (size_t i = 0; i < target.workers.size(); ++i) {
-        if (target.workers[i].index == outcome.worker.index) sinks[i].flush();
-      }
+  auto outcomes = run_on_workers(plan, *transport, live_sinks, ctx.cancel, [&](const WorkerOutcome& outcome) {
+    if (stream_live) {  // its last line shows now, and no collapsed line waits for it any longer
+      live.set_state(outcome.worker.index, outcome.ok() ? WorkerRunState::exited : WorkerRunState::failed);
+      live.sink(outcome.worker.index).flush();
     }
     size_t n = ++done;
     if (!stream_live) printer.progress(fmt::format("{}/{} workers done", n, target.workers.size()));
   });
-  for (PrefixedSink& sink : sinks) sink.flush();
+  ticker.reset();
+  if (stream_live) live.finish();
   printer.clear_progress();
 
   const int code = aggregate_exit_code(outcomes);

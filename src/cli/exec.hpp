@@ -14,6 +14,7 @@ struct ExecOptions {
   std::string script;             // --script FILE
   bool gather = false;
   bool json = false;
+  bool raw = false;  // --raw / --no-collapse: every line as it comes
   bool dry_run = false;
   std::string timeout;  // --timeout DURATION, empty: none
 };

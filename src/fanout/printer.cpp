@@ -1,13 +1,34 @@
 #include "tpurun/printer.hpp"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 namespace tpurun {
 namespace {
 
 // Six readable ANSI colors, cycled by worker index.
 const char* const kColors[] = {"\033[36m", "\033[33m", "\033[35m", "\033[32m", "\033[34m", "\033[91m"};
+const char* const kBold = "\033[1m";
 const char* const kReset = "\033[0m";
+constexpr size_t kRedrawShown = 512;  // more never fits on one terminal line
+
+int terminal_columns(std::FILE* file) {
+  winsize size{};
+  if (ioctl(fileno(file), TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 80;
+}
+
+// The longest prefix of `text` that fits in `columns` (one column per UTF-8 character).
+std::string_view fit_columns(std::string_view text, int columns) {
+  int used = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;  // continuation byte
+    if (used == columns) return text.substr(0, i);
+    ++used;
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -15,14 +36,25 @@ LinePrinter::LinePrinter(std::FILE* out, std::FILE* err, bool color_out, bool co
     : out_(out), err_(err), color_out_(color_out), color_err_(color_err) {}
 
 void LinePrinter::worker_line(const Worker& worker, Stream stream, std::string_view text) {
-  std::FILE* file = stream == Stream::out ? out_ : err_;
   bool color = stream == Stream::out ? color_out_ : color_err_;
-  std::string line;
   if (color) {
-    line = fmt::format("{}[{}]{} {}\n", kColors[worker.index % 6], worker.display(), kReset, text);
+    write_line(stream, fmt::format("{}[{}]{} {}\n", kColors[worker.index % 6], worker.display(), kReset, text));
   } else {
-    line = fmt::format("[{}] {}\n", worker.display(), text);
+    write_line(stream, fmt::format("[{}] {}\n", worker.display(), text));
   }
+}
+
+void LinePrinter::labelled_line(std::string_view label, Stream stream, std::string_view text) {
+  bool color = stream == Stream::out ? color_out_ : color_err_;
+  if (color) {
+    write_line(stream, fmt::format("{}[{}]{} {}\n", kBold, label, kReset, text));
+  } else {
+    write_line(stream, fmt::format("[{}] {}\n", label, text));
+  }
+}
+
+void LinePrinter::write_line(Stream stream, const std::string& line) {
+  std::FILE* file = stream == Stream::out ? out_ : err_;
   std::lock_guard lock(mutex_);
   clear_progress_locked();
   std::fwrite(line.data(), 1, line.size(), file);
@@ -40,7 +72,10 @@ void LinePrinter::note(std::string_view text) {
 void LinePrinter::progress(std::string_view text) {
   if (!color_err_) return;  // progress lines only make sense on a terminal
   std::lock_guard lock(mutex_);
-  std::string line = fmt::format("\r\033[K{}", text);
+  // A line that wrapped could not be erased by the next "\r\033[K".
+  std::string line = fmt::format("\r\033[K{}", fit_columns(text, terminal_columns(err_) - 1));
+  if (progress_shown_ && line == progress_line_) return;  // redrawing the same text is only noise
+  progress_line_ = line;
   std::fwrite(line.data(), 1, line.size(), err_);
   std::fflush(err_);
   progress_shown_ = true;
@@ -58,24 +93,16 @@ void LinePrinter::clear_progress_locked() {
 }
 
 void PrefixedSink::write(Stream stream, std::string_view data) {
-  std::string& pending = pending_[stream == Stream::out ? 0 : 1];
-  pending.append(data);
-  size_t start = 0;
-  for (size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
-    std::string_view line(pending.data() + start, nl - start);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    printer_.worker_line(worker_, stream, line);
-    start = nl + 1;
-  }
-  pending.erase(0, start);
+  LineSplitter& lines = lines_[stream == Stream::out ? 0 : 1];
+  lines.feed(data, [&](std::string_view line) { printer_->worker_line(worker_, stream, line); });
+  if (on_redraw_) on_redraw_(stream, lines.progress(kRedrawShown));
 }
 
 void PrefixedSink::flush() {
   for (int i = 0; i < 2; ++i) {
-    if (!pending_[i].empty()) {
-      printer_.worker_line(worker_, i == 0 ? Stream::out : Stream::err, pending_[i]);
-      pending_[i].clear();
-    }
+    const Stream stream = i == 0 ? Stream::out : Stream::err;
+    if (auto last = lines_[i].finish()) printer_->worker_line(worker_, stream, *last);
+    if (on_redraw_) on_redraw_(stream, {});
   }
 }
 

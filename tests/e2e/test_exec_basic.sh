@@ -27,8 +27,9 @@ assert_not_contains "$ERR" "w0 $(worker_ip 0):"
 expect_exit 143 tpurun_as alice exec --worker 2 -- bash -c 'kill -TERM $$'
 assert_contains "$ERR" "w2 $(worker_ip 2): killed by signal TERM"
 
-# --worker takes gcloud's syntax.
-expect_exit 0 tpurun_as alice exec --worker 1,3-4 -- bash -c 'echo hi'
+# --worker takes gcloud's syntax. (--raw: one line per worker, not [w1,3-4] hi;
+# collapsing has its own test, test_output.sh.)
+expect_exit 0 tpurun_as alice exec --raw --worker 1,3-4 -- bash -c 'echo hi'
 assert_eq "$(grep -c ' hi$' <<<"$OUT")" 3
 assert_contains "$OUT" "[w4 $(worker_ip 4)] hi"
 assert_not_contains "$OUT" "[w2 "

@@ -11,7 +11,7 @@ expect_exit 0 tpurun_as alice exec -- true
 
 # A worker that is down: exit 255, named in the summary; the rest ran.
 stop_worker 2
-expect_exit 255 tpurun_as alice exec -- echo ok
+expect_exit 255 tpurun_as alice exec --raw -- echo ok
 assert_eq "$(ok_count)" "$((N - 1))"
 assert_contains "$ERR" "w2 $(worker_ip 2): cannot connect to $(worker_ip 2):22"
 assert_contains "$ERR" "1 of $N workers failed"
@@ -21,14 +21,14 @@ fakepod blackhole 2
 cfg=$(scratch_dir alice)/short-timeout.json
 sed 's/"connect_timeout_s": *[0-9]*/"connect_timeout_s": 2/' "$FAKEPOD_CONFIG" >"$cfg"
 chmod 644 "$cfg"
-expect_exit 255 as_user alice "$TPURUN" --config "$cfg" exec -- echo ok
+expect_exit 255 as_user alice "$TPURUN" --config "$cfg" exec --raw -- echo ok
 assert_eq "$(ok_count)" "$((N - 1))"
 assert_contains "$ERR" "w2 $(worker_ip 2): connect timed out after 2s"
 fakepod start-worker 2
 
 # A changed host key (the TPU VM was recreated): refused, naming file:line.
 rekey_worker 3
-expect_exit 255 tpurun_as alice exec -- echo ok
+expect_exit 255 tpurun_as alice exec --raw -- echo ok
 assert_eq "$(ok_count)" "$((N - 1))"
 line=$(grep -n "^$(worker_ip 3) " /home/alice/.ssh/known_hosts | head -1 | cut -d: -f1)
 [ -n "$line" ] || fail "no known_hosts line for worker 3"
@@ -36,7 +36,7 @@ assert_contains "$ERR" "w3 $(worker_ip 3): host key changed (~/.ssh/known_hosts:
 assert_contains "$ERR" "ssh-keygen -R $(worker_ip 3)"
 # Following the advice fixes it.
 as_user alice ssh-keygen -R "$(worker_ip 3)" -f /home/alice/.ssh/known_hosts >/dev/null 2>&1
-expect_exit 0 tpurun_as alice exec -- echo ok
+expect_exit 0 tpurun_as alice exec --raw -- echo ok
 assert_eq "$(ok_count)" "$N"
 
 # Refused auth: alice's key is not in bob's authorized_keys.
@@ -52,7 +52,7 @@ assert_contains "$ERR" "w0 $(worker_ip 0): authentication as 'bob' refused"
 assert_contains "$ERR" "w1 $(worker_ip 1): authentication as 'bob' refused"
 
 # A worker dying mid-command: that worker reports a lost connection, the others finish.
-as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec -- bash -c 'sleep 3; echo ok' \
+as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec --raw -- bash -c 'sleep 3; echo ok' \
   >"$(scratch_dir alice)/mid.out" 2>"$(scratch_dir alice)/mid.err" &
 client=$!
 sleep 1.5

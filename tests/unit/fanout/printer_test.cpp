@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace tpurun {
 namespace {
@@ -41,6 +43,39 @@ TEST(LinePrinterTest, ColorsPrefixOnlyWhenAsked) {
   LinePrinter printer(out, out, true, false);
   printer.worker_line(Worker{0, "h", 22}, Stream::out, "x");
   EXPECT_NE(slurp(out).find("\033["), std::string::npos);
+  std::fclose(out);
+}
+
+TEST(LinePrinterTest, ProgressIsRedrawnOnlyWhenItChanges) {
+  std::FILE* err = std::tmpfile();
+  LinePrinter printer(err, err, false, true);
+  printer.progress("3 running");
+  printer.progress("3 running");
+  EXPECT_EQ(slurp(err), "\r\033[K3 running");
+  // After a line cleared it, the same text is drawn again.
+  printer.note("hi");
+  printer.progress("3 running");
+  EXPECT_EQ(slurp(err), "\r\033[K3 running\r\033[Ktpurun: hi\n\r\033[K3 running");
+  std::fclose(err);
+}
+
+TEST(LinePrinterTest, ProgressIsCutToTheTerminalWidth) {
+  std::FILE* err = std::tmpfile();  // not a terminal: 80 columns
+  LinePrinter printer(err, err, false, true);
+  printer.progress(std::string(200, 'p'));
+  EXPECT_EQ(slurp(err), "\r\033[K" + std::string(79, 'p'));
+  std::fclose(err);
+}
+
+TEST(PrefixedSinkTest, RedrawsReachTheCallbackAndOnlyTheFinalStateIsPrinted) {
+  std::FILE* out = std::tmpfile();
+  LinePrinter printer(out, out, false, false);
+  std::vector<std::string> redraws;
+  PrefixedSink sink(printer, Worker{1, "h", 22}, [&](Stream, const std::string& r) { redraws.push_back(r); });
+  sink.write(Stream::out, "10%\r20%\r");
+  sink.write(Stream::out, "100%\n");
+  EXPECT_EQ(slurp(out), "[w1 h] 100%\n");
+  EXPECT_EQ(redraws, (std::vector<std::string>{"20%", ""}));
   std::fclose(out);
 }
 
