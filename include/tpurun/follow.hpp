@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tpurun/cancel.hpp"
+#include "tpurun/live_output.hpp"
 #include "tpurun/outcome.hpp"
 #include "tpurun/printer.hpp"
 #include "tpurun/run_record.hpp"
@@ -25,14 +26,23 @@ using PidsByWorker = std::map<int, std::vector<int>>;
 std::map<int, std::map<int, bool>> pids_alive(Transport& transport, const std::vector<Worker>& workers,
                                               const PidsByWorker& pids, int fanout, const CancelToken& cancel);
 
+// Tails the workers' logs into a LiveOutput (collapsed or raw).
 class LogFollower {
  public:
-  LogFollower(std::string log_dir, std::vector<Worker> workers, LinePrinter& printer);
-  // Prints whatever was appended to the logs since the last call. Files stay
-  // open between calls, so following costs reads, not opens.
+  LogFollower(std::string log_dir, std::vector<Worker> workers, LiveOutput& live);
+  ~LogFollower();
+  LogFollower(const LogFollower&) = delete;
+  LogFollower& operator=(const LogFollower&) = delete;
+  // Prints whatever was appended to the logs since the last call, at most
+  // 64 KiB per worker per pass, round robin, so that long logs from many
+  // workers still line up for collapsing. Files stay open between calls, so
+  // following costs reads, not opens.
   void drain();
-  // Prints last lines that had no newline.
-  void flush();
+  // The worker's job has ended: its last output is printed and collapsed
+  // lines stop waiting for it.
+  void ended(int worker_index, bool ok);
+  // Prints last lines that had no newline, and everything still held.
+  void finish();
 
  private:
   struct Tail {
@@ -40,15 +50,12 @@ class LogFollower {
     std::string path;
     int fd = -1;
     long long offset = 0;
-    PrefixedSink sink;
+    bool ended = false;
   };
+  bool drain_once();  // one pass; true when anything was read
   std::string log_dir_;
   std::vector<Tail> tails_;
-
- public:
-  ~LogFollower();
-  LogFollower(const LogFollower&) = delete;
-  LogFollower& operator=(const LogFollower&) = delete;
+  LiveOutput& live_;
 };
 
 struct FollowResult {
@@ -57,6 +64,7 @@ struct FollowResult {
 };
 
 struct FollowHooks {
+  bool raw = false;  // print every line as it comes (no collapsing)
   // Called when the run has no live supervisor (it died, or never started);
   // returns false when it could not start one.
   std::function<bool()> watch_again;

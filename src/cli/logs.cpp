@@ -18,6 +18,9 @@ CLI::App* register_logs(CLI::App& app, LogsOptions& o) {
                 "Keep printing new output until the run ends, then summarize it; starts a new watcher when the "
                 "run's watcher is gone");
   cmd->add_option("-w,--worker", o.worker, "Only this worker's log");
+  cmd->add_flag("--raw,--no-collapse", o.raw,
+                "Print every worker's every line with its prefix (default: a line that several workers print "
+                "is shown once, as [w0-7] ...; see docs/output.md)");
   cmd->footer(R"(Logs live in <logs_root>/<user>/<project>/<run id>/workerN.log on the shared
 mount; this reads them directly. With -f, Ctrl-C stops following only, and the
 exit status is the run's (see tpurun stage --help).
@@ -51,12 +54,15 @@ int run_logs(const LogsOptions& o, Context& ctx) {
   }
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
   if (!o.follow) {
-    LogFollower follower(dir, workers, printer);
-    follower.drain();
-    follower.flush();
+    LiveOutputOptions options;
+    options.collapse = !o.raw;
+    options.status_line = false;
+    LiveOutput live(printer, workers, options);
+    LogFollower follower(dir, workers, live);
+    follower.finish();
     return 0;
   }
-  return follow_to_end(run, workers, printer, ctx);
+  return follow_to_end(run, workers, printer, ctx, o.raw);
 }
 
 }  // namespace tpurun::cli

@@ -12,6 +12,7 @@ struct LogsOptions {
   bool follow = false;
   std::optional<int> worker;
   int fanout = 64;
+  bool raw = false;
 };
 
 CLI::App* register_logs(CLI::App& app, LogsOptions& options);

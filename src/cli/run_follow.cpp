@@ -98,8 +98,10 @@ int run_exit_code(const RunState& s) {
   return 1;
 }
 
-int follow_to_end(const RunRecord& run, const std::vector<Worker>& workers, LinePrinter& printer, Context& ctx) {
+int follow_to_end(const RunRecord& run, const std::vector<Worker>& workers, LinePrinter& printer, Context& ctx,
+                  bool raw) {
   FollowHooks hooks;
+  hooks.raw = raw;
   hooks.watch_again = [&] {
     try {
       start_watcher(run, ctx);

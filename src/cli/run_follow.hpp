@@ -17,7 +17,8 @@ int start_watcher(const RunRecord& run, Context& ctx);
 // Tails the workers' logs (only `workers`) until the run's verdict is final;
 // prints one summary; returns the run's exit code. On Ctrl-C it detaches (the
 // jobs keep running), says how to reattach and stop, and returns 130.
-int follow_to_end(const RunRecord& run, const std::vector<Worker>& workers, LinePrinter& printer, Context& ctx);
+int follow_to_end(const RunRecord& run, const std::vector<Worker>& workers, LinePrinter& printer, Context& ctx,
+                  bool raw = false);
 
 // 0 succeeded; the first failing worker's exit code (128+N for a signal);
 // 255 when it was lost; 143 when the run was stopped by `tpurun kill`.

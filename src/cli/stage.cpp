@@ -73,6 +73,9 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   cmd->add_option("--env-from", o.env.from, "Pass this local variable's value to the job (repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("--detach", o.detach, "Launch and return; don't tail the logs");
+  cmd->add_flag("--raw,--no-collapse", o.raw,
+                "Print every worker's every line with its prefix (default: a line that several workers print "
+                "is shown once, as [w0-7] ...; see docs/output.md)");
   cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and launch results as JSON (implies --detach)");
   cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
   cmd->add_flag("--skip-preflight", o.skip_preflight, "Don't check who holds the TPU before launching");
@@ -265,7 +268,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
     if (!o.json) printer.note(fmt::format("follow: tpurun logs {} -f   stop: tpurun kill --run {}", record.run_id, record.run_id));
     return running.size() < launches.size() ? 255 : 0;
   }
-  return follow_to_end(record, record.workers, printer, ctx);
+  return follow_to_end(record, record.workers, printer, ctx, o.raw);
 }
 
 }  // namespace tpurun::cli

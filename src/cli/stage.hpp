@@ -18,6 +18,7 @@ struct StageOptions {
   bool dry_run = false;
   bool skip_preflight = false;
   bool kill_previous = false;
+  bool raw = false;  // --raw: no collapsing of identical lines
   // The gang rules (docs/runs.md).
   std::string on_failure = "stop";  // stop | continue
   int restarts = 0;

@@ -80,13 +80,9 @@ std::map<int, std::map<int, bool>> pids_alive(Transport& transport, const std::v
   return alive;
 }
 
-LogFollower::LogFollower(std::string log_dir, std::vector<Worker> workers, LinePrinter& printer)
-    : log_dir_(std::move(log_dir)) {
-  tails_.reserve(workers.size());
-  for (Worker& w : workers) {
-    std::string path = worker_log_path(log_dir_, w.index);
-    tails_.push_back(Tail{w, path, -1, 0, PrefixedSink(printer, w)});
-  }
+LogFollower::LogFollower(std::string log_dir, std::vector<Worker> workers, LiveOutput& live)
+    : log_dir_(std::move(log_dir)), live_(live) {
+  for (Worker& w : workers) tails_.push_back(Tail{w, worker_log_path(log_dir_, w.index), -1, 0, false});
 }
 
 LogFollower::~LogFollower() {
@@ -95,17 +91,49 @@ LogFollower::~LogFollower() {
   }
 }
 
-void LogFollower::drain() {
-  for (Tail& tail : tails_) drain_file(tail.path, tail.fd, tail.offset, tail.sink);
+bool LogFollower::drain_once() {
+  bool any = false;
+  char buf[65536];
+  for (Tail& tail : tails_) {
+    if (tail.fd < 0) tail.fd = ::open(tail.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (tail.fd < 0) continue;  // not created yet
+    ssize_t n = ::pread(tail.fd, buf, sizeof buf, tail.offset);
+    if (n <= 0) continue;
+    live_.sink(tail.worker.index).write(Stream::out, std::string_view(buf, static_cast<size_t>(n)));
+    tail.offset += n;
+    any = true;
+  }
+  return any;
 }
 
-void LogFollower::flush() {
-  for (Tail& tail : tails_) tail.sink.flush();
+void LogFollower::drain() {
+  while (drain_once()) {
+  }
+}
+
+void LogFollower::ended(int worker_index, bool ok) {
+  for (Tail& tail : tails_) {
+    if (tail.worker.index != worker_index || tail.ended) continue;
+    tail.ended = true;
+    drain();
+    live_.set_state(worker_index, ok ? WorkerRunState::exited : WorkerRunState::failed);
+    live_.sink(worker_index).flush();
+  }
+}
+
+void LogFollower::finish() {
+  drain();
+  live_.finish();
 }
 
 FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& workers, LinePrinter& printer,
                         const CancelToken& cancel, const FollowHooks& hooks) {
-  LogFollower follower(log_dir, workers, printer);
+  LiveOutputOptions options;
+  options.collapse = !hooks.raw;
+  // Over NFS one worker's data can show up a moment after its peers'.
+  options.collapse_options.window = std::chrono::seconds(1);
+  LiveOutput live(printer, workers, options);
+  LogFollower follower(log_dir, workers, live);
   WatcherNotes notes(printer);
   int notes_fd = -1;
   long long notes_offset = 0;
@@ -116,7 +144,18 @@ FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& w
     follower.drain();
     drain_file(log_dir + "/supervisor.log", notes_fd, notes_offset, notes);
     result.state = read_run_state(log_dir);
+    // Only in the last attempt: a restarted worker prints again.
+    if (result.state && result.state->verdict == RunVerdict::running &&
+        result.state->attempt >= result.state->max_attempts) {
+      for (const WorkerStatus& w : result.state->workers) {
+        if (w.state == WorkerState::succeeded || w.state == WorkerState::failed || w.state == WorkerState::lost ||
+            w.state == WorkerState::stopped) {
+          follower.ended(w.worker, w.state == WorkerState::succeeded);
+        }
+      }
+    }
     if (result.state && is_final(result.state->verdict)) break;
+    live.tick();
     if (cancel.cancelled()) {
       result.interrupted = true;
       break;
@@ -138,8 +177,7 @@ FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& w
     }
     std::this_thread::sleep_for(200ms);
   }
-  follower.drain();
-  follower.flush();
+  follower.finish();
   drain_file(log_dir + "/supervisor.log", notes_fd, notes_offset, notes);
   if (notes_fd >= 0) ::close(notes_fd);
   return result;

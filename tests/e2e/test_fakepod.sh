@@ -84,8 +84,8 @@ rm -f "$FAKEPOD_NFS/staging/$tag"
 
 note "the PID namespace shows only the worker's own processes"
 pidA=$(start_trainer_on 1 alice --forever)
-expect_exit 0 wexec 5 -- ps -e -o pid=,comm=
-assert_not_contains "$OUT" python3 "worker 5 sees worker 1's trainer"
+expect_exit 0 wexec 5 -- ps -e -o pid=,args=
+assert_not_contains "$OUT" "train.py" "worker 5 sees worker 1's trainer"
 first=$(echo "$OUT" | head -n1 | awk '{print $1, $2}')
 assert_eq "$first" "1 bash" "PID 1 of worker 5"
 nprocs=$(echo "$OUT" | wc -l)
@@ -193,7 +193,7 @@ expect_exit 255 ssh_as alice 3 true
 assert_contains "$ERR" "Connection refused"
 expect_exit nonzero wexec 3 -- true
 "$FAKEPOD" start-worker 3 >/dev/null
-expect_exit 0 ssh_as alice 3 'echo $TPU_WORKER_ID; ls -A /tmp; ps -e -o comm= | grep -c python3 || true'
+expect_exit 0 ssh_as alice 3 'echo $TPU_WORKER_ID; ls -A /tmp; ps -e -o args= | grep -c '[t]rain.py' || true'
 assert_eq "$OUT" "3
 0" "after a crash: same host key, empty /tmp, no trainer"
 
@@ -234,10 +234,10 @@ assert_eq "$(echo "$OUT" | sort | xargs)" "1 2"
 note "down leaves no process and no mount behind; vfio devices; up again"
 for _ in $(seq 30); do
   before=$(pod_processes | wc -l)
-  ((before == 3 * N)) && break
+  ((before == 4 * N)) && break
   sleep 0.1 # ssh sessions that just ended may still be exiting
 done
-((before == 3 * N)) || fail "expected $((3 * N)) pod processes (unshare, init, sshd per worker), found $before:
+((before == 4 * N)) || fail "expected $((4 * N)) pod processes (unshare, init, sshd, the /dev/log sink per worker), found $before:
 $(pod_processes)"
 "$FAKEPOD" down >/dev/null
 left=$(pod_processes)

@@ -30,7 +30,7 @@ expect_exit 4 tpurun_as alice -C "$proj" logs "$run" -f
 assert_contains "$ERR" "first failure: w5 $(worker_ip 5) exited 4"
 
 # --on-failure continue: the others finish on their own; nobody is stopped.
-expect_exit 3 tpurun_as alice -C "$proj" stage --on-failure continue -- \
+expect_exit 3 tpurun_as alice -C "$proj" stage --raw --on-failure continue -- \
   sh -c 'if [ "$TPURUN_WORKER" = 1 ]; then exit 3; fi; sleep 2; echo done'
 run=$(basename "$(ls -d /srv/tpurun-nfs/logs/alice/proj/*/ | sort | tail -1)")
 assert_eq "$(run_field alice "$run" 'r["verdict"]')" "failed"
@@ -38,9 +38,16 @@ assert_eq "$(run_field alice "$run" 'r["stopped_others"]')" "False"
 assert_eq "$(run_field alice "$run" 'sum(w["state"] == "succeeded" for w in r["workers"])')" "$((N - 1))"
 assert_eq "$(grep -c '] done' <<<"$OUT")" "$((N - 1))"
 
-# Every worker exits 0: success, exit 0, nobody stopped.
-expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'sleep $((TPURUN_WORKER % 3)); echo ok'
+# Every worker exits 0: success, exit 0, nobody stopped; the line all of them
+# print is shown once (collapsed), the ones that differ per worker.
+expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "step 1 loss 0.5"; echo "i am $TPURUN_WORKER"; sleep 1; echo ok'
 assert_contains "$ERR" "succeeded: all $N workers exited 0"
+assert_contains "$OUT" "[w0-$((N - 1))] step 1 loss 0.5"
+assert_eq "$(grep -c 'step 1 loss' <<<"$OUT")" "1"
+for i in $(seq 0 $((N - 1))); do assert_contains "$OUT" "[w$i $(worker_ip "$i")] i am $i"; done
+run=$(basename "$(ls -d /srv/tpurun-nfs/logs/alice/proj/*/ | sort | tail -1)")
+expect_exit 0 tpurun_as alice -C "$proj" logs "$run" --raw
+assert_eq "$(grep -c 'step 1 loss' <<<"$OUT")" "$N"
 
 # Two runs of the same user on different worker sets never stop each other.
 other=$(stage_detached alice "$proj" --worker 4-7 -- python3 train.py --forever)

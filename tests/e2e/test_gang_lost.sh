@@ -29,7 +29,7 @@ assert_eq "$(run_field alice "$run" 'sum(w["state"] == "stopped" for w in r["wor
 thaw_worker 6
 
 # exec: a worker that freezes mid-command is reported, the others finish.
-tpurun_as alice exec -- sh -c 'echo started; sleep 40; echo finished' >"$SCRATCH/exec.out" 2>"$SCRATCH/exec.err" &
+tpurun_as alice exec --raw -- sh -c 'echo started; sleep 40; echo finished' >"$SCRATCH/exec.out" 2>"$SCRATCH/exec.err" &
 client=$!
 for _ in $(seq 100); do [[ $(grep -c started "$SCRATCH/exec.out") == 8 ]] && break; sleep 0.1; done
 freeze_worker 2

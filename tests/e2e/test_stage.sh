@@ -28,7 +28,7 @@ new_run_dir() { comm -13 <(echo "$1") <(run_dirs) | head -1; }
 # The job runs in the snapshot on every worker, with the TPURUN_* env and --env;
 # exit codes differ per worker and the largest one is tpurun's.
 before=$(run_dirs)
-expect_exit nonzero tpurun_as alice -C "$proj" stage --on-failure continue --tag t=1 --env FOO='bar baz' -- sh probe.sh
+expect_exit nonzero tpurun_as alice -C "$proj" stage --raw --on-failure continue --tag t=1 --env FOO='bar baz' -- sh probe.sh
 run_dir=$(new_run_dir "$before"); run_id=$(basename "$run_dir")
 [[ $run_id =~ ^[0-9]{8}_[0-9]{6}_[a-z0-9]{6}_sim_t1$ ]] || fail "bad run id $run_id"
 snap=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['staged_dir'])" "$run_dir/run.json")
@@ -59,7 +59,7 @@ if as_user alice touch "$snap/new-file" 2>/dev/null; then fail "snapshot is writ
 expect_exit 0 tpurun_as alice -C "$proj" stage --on-failure continue --detach --json -- sh probe.sh 3
 run_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT")
 echo v2 >"$proj/data.txt"
-expect_exit nonzero tpurun_as alice -C "$proj" logs "$run_id" -f
+expect_exit nonzero tpurun_as alice -C "$proj" logs "$run_id" -f --raw
 assert_eq "$(grep -c 'data=v1' <<<"$OUT")" "$N"
 assert_not_contains "$OUT" "data=v2"
 assert_contains "$ERR" "run $run_id failed"
