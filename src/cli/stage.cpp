@@ -117,8 +117,10 @@ the same log dir, once every worker is reachable and free again (backing off
 worker's exit code; 255 when it was lost; 130 when you only detached.
 
 Resuming from a checkpoint on restart:
-  tpurun stage --restarts 3 -- sh -c 'python3 main.py ${TPURUN_ATTEMPT#1}'
-  # in main.py: if int(os.environ["TPURUN_ATTEMPT"]) > 1: restore the latest checkpoint
+  tpurun stage --restarts 3 -- python3 main.py --workdir=/nfs/ckpt/run1
+  # main.py:
+  #   if int(os.environ["TPURUN_ATTEMPT"]) > 1:   # relaunched after a failure
+  #       state = checkpoints.restore_checkpoint(workdir, state)
 
 Environment for the job (values reach the workers on stdin, never in a
 command line; run.json and --dry-run show the names only):
