@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "cli/claim_check.hpp"
 #include "cli/identity.hpp"
 #include "cli/preflight.hpp"
 #include "cli/report.hpp"
@@ -78,6 +79,7 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
                 "is shown once, as [w0-7] ...; see docs/output.md)");
   cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and launch results as JSON (implies --detach)");
   cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
+  cmd->add_flag("--ignore-claim", o.ignore_claim, "Go ahead on a pod that another user has claimed (tpurun claims)");
   cmd->add_flag("--skip-preflight", o.skip_preflight, "Don't check who holds the TPU before launching");
   cmd->add_flag("--kill-previous", o.kill_previous, "Kill your own jobs that hold the TPU first (like tpurun kill)");
   cmd->add_option("--on-failure", o.on_failure,
@@ -166,6 +168,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   const auto env = resolve_job_env(o.env, ctx.env);
   Target target = resolve_target(o.target, ctx);
   require_roots(target.pod);
+  respect_claims(target.pod, o.ignore_claim, ctx);
   const std::string user = local_user(ctx.env);
   const std::string project = project_name(std::filesystem::current_path());
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
