@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Claims on pods: bob's claim makes alice's stage and exec refuse (naming bob,
+# the time left and the note) unless --ignore-claim; release and expiry end
+# it; a forged claim file counts for nothing; two users claiming the same pod
+# at once get exactly one winner.
+source "$(dirname "$0")/lib.sh"
+require_tpurun
+board_dir=$FAKEPOD_NFS/logs/.board
+on_exit "rm -rf '$board_dir'"
+rm -rf "$board_dir"
+
+# Three pods carved out of the simulated one, all on the shared mount.
+cfg=$SCRATCH/board.json
+pod() {  # NAME FIRST LAST
+  local ips="" i
+  for ((i = $2; i <= $3; i++)); do ips+="${ips:+, }\"$(worker_ip "$i")\""; done
+  printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }, "staging_root": "%s/staging", "logs_root": "%s/logs" }' \
+    "$1" "$ips" "$FAKEPOD_NFS" "$FAKEPOD_NFS"
+}
+cat >"$cfg" <<JSON
+{ "default_pod": "board-a",
+  "pods": { $(pod board-a 0 1), $(pod board-b 2 3), $(pod board-c 4 5) } }
+JSON
+chmod 644 "$cfg"
+chmod 755 "$SCRATCH"
+b() { local u=$1; shift; as_user "$u" "$TPURUN" --config "$cfg" "$@"; }
+proj=$(make_project alice proj)
+
+# Bad input: clear errors, nothing created.
+expect_exit 2 b bob claim board-bb --for 1h
+assert_contains "$ERR" "unknown pod 'board-bb'"
+assert_contains "$ERR" "did you mean 'board-b'"
+expect_exit 2 b bob claim board-b --for 0
+assert_contains "$ERR" "--for 0: must be at least 1s"
+expect_exit 2 b bob claim board-b --for 3x
+assert_contains "$ERR" "unknown unit 'x'"
+expect_exit 2 b bob claim board-b --for -1h
+assert_contains "$ERR" "'-1h' is not a duration"
+[[ ! -e $board_dir ]] || fail "a refused claim created $board_dir"
+
+# bob claims board-b: the board is shared like /tmp, his file is his alone.
+expect_exit 0 b bob claim board-b --for 2h --note "lr sweep"
+assert_contains "$OUT" "claimed pod 'board-b' for bob"
+assert_eq "$(stat -c %a "$board_dir")" "1777"
+assert_eq "$(stat -c '%U %a' "$board_dir/board-b.1.json")" "bob 644"
+expect_exit 0 b alice claims
+assert_contains "$OUT" "board-b"
+assert_contains "$OUT" "bob, 1h59m left"
+assert_contains "$OUT" "lr sweep"
+expect_exit 0 b alice claims --json
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert [(c["pod"],c["user"],c["note"]) for c in d]==[("board-b","bob","lr sweep")], d' "$OUT" \
+  || fail "claims --json: $OUT"
+expect_exit 1 b alice claim board-b --for 1h
+assert_contains "$ERR" "already claimed by bob"
+
+# alice's stage and exec on board-b are refused, naming bob, time left and note.
+expect_exit 2 b alice -C "$proj" --pod board-b stage -- python3 train.py --steps 1
+assert_contains "$ERR" "pod 'board-b' is claimed by bob, 1h59m left"
+assert_contains "$ERR" "lr sweep"
+assert_contains "$ERR" "--ignore-claim"
+expect_exit 2 b alice --pod board-b exec -- true
+assert_contains "$ERR" "claimed by bob"
+# Other pods are untouched, and bob may use his own.
+expect_exit 0 b alice --pod board-a exec -- true
+expect_exit 0 b bob --pod board-b exec -- true
+# --ignore-claim goes ahead and says so.
+expect_exit 0 b alice -C "$proj" --pod board-b stage --ignore-claim -- python3 train.py --steps 1 --step-time 0.1
+assert_contains "$ERR" "--ignore-claim: going ahead on pod 'board-b' claimed by bob"
+assert_contains "$OUT" "step 1"
+expect_exit 0 b alice --pod board-b exec --ignore-claim -- true
+
+# A claim file that carol writes in bob's name counts for nothing, with a warning naming it.
+as_user carol sh -c "sed 's/board-b/board-c/; s/\"seq\": 1/\"seq\": 7/' '$board_dir/board-b.1.json' > '$board_dir/board-c.7.json'"
+assert_eq "$(stat -c %U "$board_dir/board-c.7.json")" "carol"
+expect_exit 0 b alice --pod board-c exec -- true
+assert_contains "$ERR" "ignoring claim file $board_dir/board-c.7.json: it names user 'bob'"
+expect_exit 0 b alice claims
+assert_not_contains "$OUT" "board-c"
+
+# Release: only bob can, and then alice is free to use board-b.
+expect_exit 1 b alice release board-b
+assert_contains "$ERR" "you hold no claim on pod 'board-b' (it is claimed by bob"
+expect_exit 0 b bob release board-b
+expect_exit 0 b alice --pod board-b exec -- true
+assert_not_contains "$ERR" "claimed"
+
+# Expiry: a claim for a few seconds ends by itself.
+expect_exit 0 b bob claim board-b --for 5s --note short
+expect_exit 2 b alice --pod board-b exec --dry-run -- true
+assert_contains "$ERR" "claimed by bob"
+for _ in $(seq 40); do
+  b alice claims --json | grep -q '"board-b"' || break
+  sleep 0.5
+done
+expect_exit 0 b alice claims --json
+assert_not_contains "$OUT" "board-b"
+expect_exit 0 b alice --pod board-b exec -- true
+# ... and alice can take it now.
+expect_exit 0 b alice claim board-b --for 1m
+expect_exit 0 b alice release board-b
+
+# Two users claiming the same pod at once: exactly one wins, the other is told who.
+for round in 1 2 3 4 5; do
+  b alice claim board-a --for 1h >"$SCRATCH/a.out" 2>"$SCRATCH/a.err" & pa=$!
+  b bob claim board-a --for 1h >"$SCRATCH/b.out" 2>"$SCRATCH/b.err" & pb=$!
+  ra=0 rb=0
+  wait $pa || ra=$?
+  wait $pb || rb=$?
+  if [[ $ra == 0 && $rb == 1 ]]; then
+    winner=alice loser_err=$(cat "$SCRATCH/b.err")
+  elif [[ $ra == 1 && $rb == 0 ]]; then
+    winner=bob loser_err=$(cat "$SCRATCH/a.err")
+  else
+    fail "round $round: alice exit $ra, bob exit $rb: $(cat "$SCRATCH"/[ab].err)"
+  fi
+  assert_contains "$loser_err" "already claimed by $winner"
+  expect_exit 0 b alice claims --json
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert [c["user"] for c in d if c["pod"]=="board-a"]==[sys.argv[2]], d' \
+    "$OUT" "$winner" || fail "round $round: claims: $OUT"
+  expect_exit 0 b "$winner" release board-a
+done
+pass
