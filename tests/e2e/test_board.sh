@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Claims on pods: bob's claim makes alice's stage and exec refuse (naming bob,
 # the time left and the note) unless --ignore-claim; release and expiry end
-# it; a forged claim file counts for nothing; two users claiming the same pod
+# it; status --all shows every pod's state with its claim; a forged claim file counts for nothing; two users claiming the same pod
 # at once get exactly one winner.
 source "$(dirname "$0")/lib.sh"
 require_tpurun
@@ -9,7 +9,7 @@ board_dir=$FAKEPOD_NFS/logs/.board
 on_exit "rm -rf '$board_dir'"
 rm -rf "$board_dir"
 
-# Three pods carved out of the simulated one, all on the shared mount.
+# Four pods carved out of the simulated one, all on the shared mount.
 cfg=$SCRATCH/board.json
 pod() {  # NAME FIRST LAST
   local ips="" i
@@ -19,7 +19,7 @@ pod() {  # NAME FIRST LAST
 }
 cat >"$cfg" <<JSON
 { "default_pod": "board-a",
-  "pods": { $(pod board-a 0 1), $(pod board-b 2 3), $(pod board-c 4 5) } }
+  "pods": { $(pod board-a 0 1), $(pod board-b 2 3), $(pod board-c 4 5), $(pod board-d 6 7) } }
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
@@ -119,4 +119,32 @@ for round in 1 2 3 4 5; do
     "$OUT" "$winner" || fail "round $round: claims: $OUT"
   expect_exit 0 b "$winner" release board-a
 done
+
+# The board: board-a free, board-b free but claimed by bob, board-c busy
+# with bob's job, board-d unreachable (one worker down).
+expect_exit 0 b bob claim board-b --for 1h --note "lr sweep"
+bob_pid=$(start_trainer_on 4 bob --forever)
+start_trainer_on 5 bob --forever >/dev/null
+stop_worker 7
+expect_exit 0 b alice status --all --json
+python3 - "$OUT" <<'PY' || fail "status --all --json: $OUT"
+import json, sys
+pods = {p["pod"]: p for p in json.loads(sys.argv[1])["pods"]}
+assert {n: p["state"] for n, p in pods.items()} == \
+    {"board-a": "free", "board-b": "free", "board-c": "busy", "board-d": "unreachable"}, pods
+assert pods["board-b"]["claim"]["user"] == "bob" and pods["board-b"]["claim"]["note"] == "lr sweep"
+assert pods["board-a"]["claim"] is None
+assert [h["user"] for h in pods["board-c"]["holders"]] == ["bob"], pods["board-c"]["holders"]
+assert pods["board-c"]["holders"][0]["workers"] == [0, 1]
+assert [w["state"] for w in pods["board-d"]["workers"]] == ["free", "unreachable"]
+assert [w["worker"] for w in pods["board-c"]["workers"]] == [0, 1]
+PY
+expect_exit 0 b alice status --all
+assert_contains "$OUT" "board-c  busy"
+assert_contains "$OUT" "bob: python3 train.py"
+assert_contains "$OUT" "board-d  unreachable"
+assert_contains "$OUT" "w1 unreachable"
+assert_contains "$OUT" "claimed by bob"
+assert_eq "$(grep -c '^board-' <<<"$OUT")" "4" "one line per pod"
+fakepod exec 4 -- kill -0 "$bob_pid" || fail "status signalled bob's trainer"
 pass
