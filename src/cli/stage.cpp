@@ -10,6 +10,7 @@
 
 #include "cli/claim_check.hpp"
 #include "cli/identity.hpp"
+#include "cli/pod_pick.hpp"
 #include "cli/preflight.hpp"
 #include "cli/report.hpp"
 #include "cli/run_follow.hpp"
@@ -118,6 +119,10 @@ the same log dir, once every worker is reachable and free again (backing off
 2s, 4s, 8s, ...). Exit status: 0 when every worker exited 0; the first failing
 worker's exit code; 255 when it was lost; 130 when you only detached.
 
+--pod auto picks the first pod in config order that is free on every worker
+and not claimed by another user (--pod 'v4-32*' limits the choice), and says
+why it skipped the others; see docs/board.md.
+
 Resuming from a checkpoint on restart:
   tpurun stage --restarts 3 -- sh -c 'python3 main.py ${TPURUN_ATTEMPT#1}'
   # in main.py: if int(os.environ["TPURUN_ATTEMPT"]) > 1: restore the latest checkpoint
@@ -166,6 +171,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   if (o.argv.empty()) throw UsageError("nothing to run: give the command after -- (see tpurun stage --help)");
   const GangFlags gang = parse_gang_flags(o);
   const auto env = resolve_job_env(o.env, ctx.env);
+  pick_pod(ctx, o.ignore_claim);  // --pod auto / --pod 'glob*'
   Target target = resolve_target(o.target, ctx);
   require_roots(target.pod);
   respect_claims(target.pod, o.ignore_claim, ctx);
@@ -263,7 +269,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   }
 
   if (o.json) {
-    nlohmann::json doc{{"run_id", record.run_id}, {"staged_dir", staged.dir}, {"log_dir", record.log_dir},
+    nlohmann::json doc{{"run_id", record.run_id}, {"pod", target.pod.name}, {"staged_dir", staged.dir}, {"log_dir", record.log_dir},
                        {"watcher_pid", watcher}, {"workers", json_workers}};
     print_json(ctx.out, doc);
   }

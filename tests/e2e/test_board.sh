@@ -9,7 +9,8 @@ board_dir=$FAKEPOD_NFS/logs/.board
 on_exit "rm -rf '$board_dir'"
 rm -rf "$board_dir"
 
-# Four pods carved out of the simulated one, all on the shared mount.
+# Four pods carved out of the simulated one, all on the shared mount; board-a
+# comes last in the file, so --pod auto has to skip the others to reach it.
 cfg=$SCRATCH/board.json
 pod() {  # NAME FIRST LAST
   local ips="" i
@@ -19,7 +20,7 @@ pod() {  # NAME FIRST LAST
 }
 cat >"$cfg" <<JSON
 { "default_pod": "board-a",
-  "pods": { $(pod board-a 0 1), $(pod board-b 2 3), $(pod board-c 4 5), $(pod board-d 6 7) } }
+  "pods": { $(pod board-b 2 3), $(pod board-c 4 5), $(pod board-d 6 7), $(pod board-a 0 1) } }
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
@@ -147,4 +148,21 @@ assert_contains "$OUT" "w1 unreachable"
 assert_contains "$OUT" "claimed by bob"
 assert_eq "$(grep -c '^board-' <<<"$OUT")" "4" "one line per pod"
 fakepod exec 4 -- kill -0 "$bob_pid" || fail "status signalled bob's trainer"
+
+# --pod auto skips bob's claim, bob's job and the dead worker, in config order, and says why.
+expect_exit 0 b alice -C "$proj" --pod auto stage --json -- python3 train.py --steps 1 --step-time 0.1
+assert_contains "$ERR" "--pod auto: picked 'board-a'"
+assert_contains "$ERR" "board-b: claimed by bob"
+assert_contains "$ERR" "board-c: busy by bob (python3 train.py"
+assert_contains "$ERR" "board-d: unreachable w[1] not answering"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["pod"]=="board-a", d' "$OUT" || fail "stage --json: $OUT"
+# A glob limits the choice; nothing free is an error that lists each pod's state.
+expect_exit 1 b alice -C "$proj" --pod 'board-[bcd]' stage -- python3 train.py --steps 1
+assert_contains "$ERR" "--pod board-[bcd]: no pod is free"
+assert_contains "$ERR" "board-b: claimed by bob"
+assert_contains "$ERR" "board-d: unreachable"
+assert_not_contains "$ERR" "board-a"
+expect_exit 2 b alice -C "$proj" --pod 'nothing*' stage -- python3 train.py --steps 1
+assert_contains "$ERR" "no pod in $cfg matches"
+fakepod exec 4 -- kill -0 "$bob_pid" || fail "--pod auto signalled bob's trainer"
 pass
