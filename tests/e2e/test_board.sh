@@ -154,7 +154,7 @@ expect_exit 0 b alice -C "$proj" --pod auto stage --json -- python3 train.py --s
 assert_contains "$ERR" "--pod auto: picked 'board-a'"
 assert_contains "$ERR" "board-b: claimed by bob"
 assert_contains "$ERR" "board-c: busy by bob (python3 train.py"
-assert_contains "$ERR" "board-d: unreachable w[1] not answering"
+assert_contains "$ERR" "board-d: unreachable w1 not answering"
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["pod"]=="board-a", d' "$OUT" || fail "stage --json: $OUT"
 # A glob limits the choice; nothing free is an error that lists each pod's state.
 expect_exit 1 b alice -C "$proj" --pod 'board-[bcd]' stage -- python3 train.py --steps 1
