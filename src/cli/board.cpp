@@ -69,7 +69,7 @@ std::vector<BoardHolder> pod_holders(const std::vector<WorkerScanResult>& worker
 }
 
 std::string format_board_line(const BoardEntry& e, WallClock::time_point now, size_t name_width) {
-  std::string line = fmt::format("{:<{}}  {:<11}", e.pod, name_width, e.state);
+  std::string line = fmt::format("{:<{}}  {:<13}", e.pod, name_width, e.state);
   std::vector<std::string> parts;
   for (const BoardHolder& h : e.holders) {
     parts.push_back(fmt::format("{}: {}{} on {}, {}", h.user, truncate_text(h.command, 40),
@@ -78,9 +78,11 @@ std::string format_board_line(const BoardEntry& e, WallClock::time_point now, si
   }
   if (!e.error.empty()) parts.push_back(e.error);
   if (e.holders.empty() && e.error.empty()) {
+    std::vector<int> down;
     for (const WorkerScanResult& r : e.workers) {
-      if (r.state == TpuState::unreachable) parts.push_back(fmt::format("w{} unreachable", r.worker.index));
+      if (r.state == TpuState::unreachable) down.push_back(r.worker.index);
     }
+    if (!down.empty()) parts.push_back(fmt::format("{} unreachable", compact_worker_set(down)));
   }
   line += fmt::format("{}", fmt::join(parts, "; "));
   if (e.claim) line += fmt::format("{}claimed by {}", parts.empty() ? "" : "  ", describe_claim(*e.claim, now));

@@ -87,6 +87,12 @@ TEST(BoardStateTest, TheLineAndTheRecordShowStateHoldersAndClaim) {
 
   e.claim.reset();
   EXPECT_TRUE(board_entry_to_json(e, now)["claim"].is_null());
+
+  BoardEntry down;
+  down.pod = "v4-d";
+  down.workers = pod({S::free, S::unreachable, S::unreachable});
+  down.state = pod_state(down.workers);
+  EXPECT_EQ(format_board_line(down, now, 4), "v4-d  unreachable  w[1-2] unreachable");
 }
 
 }  // namespace
