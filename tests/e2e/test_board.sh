@@ -24,7 +24,15 @@ cat >"$cfg" <<JSON
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
-b() { local u=$1; shift; as_user "$u" "$TPURUN" --config "$cfg" "$@"; }
+b() {  # U [-C DIR] ARGS...: tpurun --config $cfg ARGS... as user U
+  local u=$1 cd=()
+  shift
+  if [[ ${1:-} == -C ]]; then
+    cd=(-C "$2")
+    shift 2
+  fi
+  as_user "$u" "${cd[@]+"${cd[@]}"}" "$TPURUN" --config "$cfg" "$@"
+}
 proj=$(make_project alice proj)
 
 # Bad input: clear errors, nothing created.
