@@ -98,7 +98,8 @@ expect_exit 0 b bob claim board-b --for 5s --note short
 expect_exit 2 b alice --pod board-b exec --dry-run -- true
 assert_contains "$ERR" "claimed by bob"
 for _ in $(seq 40); do
-  b alice claims --json | grep -q '"board-b"' || break
+  listed=$(b alice claims --json)
+  [[ $listed == *'"board-b"'* ]] || break
   sleep 0.5
 done
 expect_exit 0 b alice claims --json
