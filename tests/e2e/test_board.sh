@@ -20,7 +20,11 @@ pod() {  # NAME FIRST LAST
 }
 cat >"$cfg" <<JSON
 { "default_pod": "board-a",
-  "pods": { $(pod board-b 2 3), $(pod board-c 4 5), $(pod board-d 6 7), $(pod board-a 0 1) } }
+  "pods": {
+    $(pod board-b 2 3),
+    $(pod board-c 4 5),
+    $(pod board-d 6 7),
+    $(pod board-a 0 1) } }
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
