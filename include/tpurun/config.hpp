@@ -33,6 +33,7 @@ struct ConfigFile {
   std::string path;
   std::string default_pod;
   std::map<std::string, PodConfig> pods;  // gcloud pods have no workers yet
+  std::vector<std::string> order;         // pod names in file order, by line (--pod auto picks the first free)
 };
 
 // Parses the text of a config file. `path` is only used in error messages.

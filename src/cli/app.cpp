@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "cli/claim.hpp"
 #include "cli/context.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
@@ -38,6 +39,7 @@ constexpr const char* kFooter = R"(Typical session:
   tpurun logs last -f                # reattach to the newest run
   tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
   tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
+  tpurun claim v4-32 --for 3h --note "lr sweep"   # others' stage/exec refuse it
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
@@ -91,6 +93,9 @@ int main(int argc, char** argv) {
   KillCommandOptions kill;
   SuperviseOptions supervise;
   HostKeysOptions hostkeys;
+  ClaimOptions claim;
+  ReleaseOptions release;
+  ClaimsOptions claims;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -101,6 +106,9 @@ int main(int argc, char** argv) {
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
       {register_supervise(app, supervise), [&](Context& c) { return run_supervise(supervise, c); }},
       {register_hostkeys(app, hostkeys), [&](Context& c) { return run_hostkeys(hostkeys, c); }},
+      {register_claim(app, claim), [&](Context& c) { return run_claim(claim, c); }},
+      {register_release(app, release), [&](Context& c) { return run_release(release, c); }},
+      {register_claims(app, claims), [&](Context& c) { return run_claims(claims, c); }},
   };
 
   SystemEnvironment env;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "cli/claim_check.hpp"
 #include "cli/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
@@ -61,6 +62,7 @@ CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
   cmd->add_flag("--json", o.json, "Print one JSON record per worker instead of streaming output");
   cmd->add_flag("--raw,--no-collapse", o.raw,
                 "Stream every worker's lines as they come, without collapsing identical lines");
+  cmd->add_flag("--ignore-claim", o.ignore_claim, "Run on a pod that another user has claimed (tpurun claims)");
   cmd->add_flag("--dry-run", o.dry_run, "Show the workers and the exact remote command; connect to nothing");
   cmd->add_option("--timeout", o.timeout,
                   "Stop the command on a worker that runs longer than this (e.g. 90s, 10m): SIGTERM, then "
@@ -109,6 +111,7 @@ int run_exec(const ExecOptions& o, Context& ctx) {
                                  o.json ? "--json" : "--gather"));
   }
   Target target = resolve_target(o.target, ctx);
+  respect_claims(target.pod, o.ignore_claim, ctx);
   const std::string script_text = o.script.empty() ? "" : read_script(o.script);
   RemoteCommand command = build_exec_command(o, script_text);
   if (!o.timeout.empty()) {

@@ -10,6 +10,7 @@ namespace tpurun::cli {
 
 struct ExecOptions {
   TargetOptions target;
+  bool ignore_claim = false;      // --ignore-claim: go ahead on another user's claimed pod
   std::vector<std::string> argv;  // after --
   std::string script;             // --script FILE
   bool gather = false;

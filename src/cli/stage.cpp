@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <map>
 
+#include "cli/claim_check.hpp"
 #include "cli/identity.hpp"
+#include "cli/pod_pick.hpp"
 #include "cli/preflight.hpp"
 #include "cli/report.hpp"
 #include "cli/run_follow.hpp"
@@ -78,6 +80,7 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
                 "is shown once, as [w0-7] ...; see docs/output.md)");
   cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and launch results as JSON (implies --detach)");
   cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
+  cmd->add_flag("--ignore-claim", o.ignore_claim, "Go ahead on a pod that another user has claimed (tpurun claims)");
   cmd->add_flag("--skip-preflight", o.skip_preflight, "Don't check who holds the TPU before launching");
   cmd->add_flag("--kill-previous", o.kill_previous, "Kill your own jobs that hold the TPU first (like tpurun kill)");
   cmd->add_option("--on-failure", o.on_failure,
@@ -115,6 +118,10 @@ With --restarts N the whole run is then relaunched from the same snapshot into
 the same log dir, once every worker is reachable and free again (backing off
 2s, 4s, 8s, ...). Exit status: 0 when every worker exited 0; the first failing
 worker's exit code; 255 when it was lost; 130 when you only detached.
+
+--pod auto picks the first pod in config order that is free on every worker
+and not claimed by another user (--pod 'v4-32*' limits the choice), and says
+why it skipped the others; see docs/board.md.
 
 Resuming from a checkpoint on restart:
   tpurun stage --restarts 3 -- python3 main.py --workdir=/nfs/ckpt/run1
@@ -166,8 +173,10 @@ int run_stage(const StageOptions& o, Context& ctx) {
   if (o.argv.empty()) throw UsageError("nothing to run: give the command after -- (see tpurun stage --help)");
   const GangFlags gang = parse_gang_flags(o);
   const auto env = resolve_job_env(o.env, ctx.env);
+  pick_pod(ctx, o.ignore_claim);  // --pod auto / --pod 'glob*'
   Target target = resolve_target(o.target, ctx);
   require_roots(target.pod);
+  respect_claims(target.pod, o.ignore_claim, ctx);
   const std::string user = local_user(ctx.env);
   const std::string project = project_name(std::filesystem::current_path());
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
@@ -262,7 +271,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   }
 
   if (o.json) {
-    nlohmann::json doc{{"run_id", record.run_id}, {"staged_dir", staged.dir}, {"log_dir", record.log_dir},
+    nlohmann::json doc{{"run_id", record.run_id}, {"pod", target.pod.name}, {"staged_dir", staged.dir}, {"log_dir", record.log_dir},
                        {"watcher_pid", watcher}, {"workers", json_workers}};
     print_json(ctx.out, doc);
   }

@@ -11,6 +11,7 @@ namespace tpurun::cli {
 
 struct StageOptions {
   TargetOptions target;
+  bool ignore_claim = false;      // --ignore-claim: go ahead on another user's claimed pod
   std::vector<std::string> tags;  // K=V or a bare word; appended to the run id
   JobEnvOptions env;              // --env, --env-file, --env-from: exported to the job
   bool detach = false;

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "cli/board.hpp"
 #include "cli/report.hpp"
 #include "cli/tpu_view.hpp"
 #include "tpurun/gather.hpp"
@@ -162,6 +163,9 @@ CLI::App* register_status(CLI::App& app, StatusOptions& o) {
   CLI::App* cmd = app.add_subcommand("status", "Show who holds the TPU on every worker");
   add_target_options(*cmd, o.target);
   cmd->add_flag("--json", o.json, "Print one JSON record per worker (schema: docs/ownership.md)");
+  cmd->add_flag("--all", o.all,
+                "The team's board: every pod in the config at once, one line each with its state "
+                "(free, busy, partial, unreachable, error), holders and claim (docs/board.md)");
   cmd->footer(R"(A process uses the TPU while it has a device file open (/dev/accel*, /dev/vfio/N).
 tpurun looks as root (sudo -n) so that it sees every user's processes; without
 passwordless sudo the view is partial and never reported as free.
@@ -176,11 +180,13 @@ busy-other, stale-lock or partial; 255 if any could not be scanned; 130 after Ct
 Examples:
   tpurun status
   tpurun status --worker 0-3
+  tpurun status --all                # every pod of the config, with claims
   tpurun status --json | jq '.workers[] | select(.state != "free")')");
   return cmd;
 }
 
 int run_status(const StatusOptions& o, Context& ctx) {
+  if (o.all) return run_status_all(o, ctx);
   Target target = resolve_target(o.target, ctx);
   auto transport = ctx.make_transport(target.pod);
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);

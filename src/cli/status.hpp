@@ -12,6 +12,7 @@ namespace tpurun::cli {
 struct StatusOptions {
   TargetOptions target;
   bool json = false;
+  bool all = false;  // --all: every pod of the config (cli/board.hpp)
 };
 
 CLI::App* register_status(CLI::App& app, StatusOptions& options);

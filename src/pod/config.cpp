@@ -176,6 +176,7 @@ ConfigFile parse_config(const std::string& text, const std::string& path, const 
     names.push_back(name);
   }
   if (names.empty()) pods.fail("no pods defined");
+  config.order = names;
 
   if (auto default_pod = root.get("default_pod")) {
     config.default_pod = default_pod->as_nonempty_string();

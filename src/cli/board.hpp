@@ -1,0 +1,46 @@
+#pragma once
+// tpurun status --all: the team's board, every pod of the config at once,
+// with its state, who holds it and the claim on it.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/context.hpp"
+#include "cli/status.hpp"
+#include "tpurun/claims.hpp"
+#include "tpurun/tpu_scan.hpp"
+
+namespace tpurun::cli {
+
+// A job holding the TPU somewhere on the pod, merged across its workers.
+struct BoardHolder {
+  std::string user;
+  long elapsed_s = 0;
+  std::string command;
+  std::optional<std::string> run_id;
+  std::vector<int> workers;
+};
+
+struct BoardEntry {
+  std::string pod;
+  std::string state;  // free, busy, partial, unreachable, error
+  std::vector<BoardHolder> holders;
+  std::optional<Claim> claim;
+  std::vector<WorkerScanResult> workers;
+  std::string error;  // the pod could not be loaded or scanned at all
+};
+
+// free: every worker free. busy: every worker held (by anyone, or a stale
+// lock). partial: some held, or some not visible without sudo.
+// unreachable: a worker could not be reached (and none is held). error: a scan failed.
+std::string pod_state(const std::vector<WorkerScanResult>& workers);
+std::vector<BoardHolder> pod_holders(const std::vector<WorkerScanResult>& workers);
+
+// "board-b   busy         bob: python3 train.py [run X] on w[0-1], 2m   claim: bob, 59m left (...): note"
+std::string format_board_line(const BoardEntry& entry, WallClock::time_point now, size_t name_width);
+nlohmann::json board_entry_to_json(const BoardEntry& entry, WallClock::time_point now);
+
+int run_status_all(const StatusOptions& options, Context& ctx);
+
+}  // namespace tpurun::cli

@@ -1,0 +1,85 @@
+#include "cli/pod_pick.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fnmatch.h>
+
+#include "cli/board.hpp"
+#include "cli/claim_check.hpp"
+#include "tpurun/gather.hpp"
+#include "tpurun/worker_select.hpp"
+
+namespace tpurun::cli {
+namespace {
+
+// Why `pod` cannot be used ("" when it can): claimed, busy, unreachable, ...
+std::string skip_reason(const std::string& name, bool ignore_claim, Context& ctx) {
+  PodRequest request = ctx.pod_request;
+  request.pod = name;
+  PodConfig pod;
+  try {
+    pod = load_pod(request, ctx.env, ctx.processes);
+  } catch (const std::exception& e) {
+    return fmt::format("error: {}", e.what());
+  }
+  const auto now = WallClock::now();
+  if (!pod.logs_root.empty() && !ignore_claim) {
+    try {
+      auto held = Board(pod.logs_root).holder(pod.name, now);
+      if (held && held->user != claim_user()) return "claimed by " + describe_claim(*held, now);
+    } catch (const std::exception& e) {
+      fmt::print(ctx.err, "tpurun: warning: claims of pod '{}': {}\n", name, e.what());
+    }
+  }
+  auto transport = ctx.make_transport(pod);
+  auto workers = scan_workers(pod.workers, *transport, 64, ctx.cancel, pod.device_globs);
+  const std::string state = pod_state(workers);
+  if (state == "free") return "";
+  std::vector<std::string> holders;
+  for (const BoardHolder& h : pod_holders(workers)) {
+    holders.push_back(fmt::format("{} ({} on {})", h.user, h.command, compact_worker_set(h.workers)));
+  }
+  std::vector<int> down;
+  for (const WorkerScanResult& r : workers) {
+    if (r.state == TpuState::unreachable || r.state == TpuState::error) down.push_back(r.worker.index);
+  }
+  std::string detail = !holders.empty() ? fmt::format("by {}", fmt::join(holders, ", "))
+                       : !down.empty()  ? fmt::format("{} not answering", compact_worker_set(down))
+                                        : "";
+  return detail.empty() ? state : state + " " + detail;
+}
+
+}  // namespace
+
+bool is_pod_pattern(const std::string& pod) {
+  return pod == "auto" || pod.find_first_of("*?[") != std::string::npos;
+}
+
+void pick_pod(Context& ctx, bool ignore_claim) {
+  std::string pattern = ctx.pod_request.pod.value_or(ctx.env.get("TPURUN_POD").value_or(""));
+  if (!is_pod_pattern(pattern)) return;
+  ConfigFile config = load_board_config(ctx);
+  std::vector<std::string> skipped;
+  bool matched = false;
+  for (const std::string& name : config.order) {
+    if (pattern != "auto" && ::fnmatch(pattern.c_str(), name.c_str(), 0) != 0) continue;
+    matched = true;
+    if (ctx.cancel.cancelled()) throw Interrupted("interrupted while looking for a free pod");
+    std::string reason = skip_reason(name, ignore_claim, ctx);
+    if (reason.empty()) {
+      fmt::print(ctx.err, "tpurun: --pod {}: picked '{}' (free on every worker{}){}\n", pattern, name,
+                 ignore_claim ? "" : ", not claimed", skipped.empty() ? "" : "; skipped:");
+      for (const std::string& s : skipped) fmt::print(ctx.err, "  {}\n", s);
+      ctx.pod_request.pod = name;
+      return;
+    }
+    skipped.push_back(fmt::format("{}: {}", name, reason));
+  }
+  if (!matched) {
+    throw UsageError(fmt::format("--pod {}: no pod in {} matches; pods: {}", pattern, config.path,
+                                 fmt::join(config.order, ", ")));
+  }
+  throw std::runtime_error(fmt::format("--pod {}: no pod is free:\n  {}", pattern, fmt::join(skipped, "\n  ")));
+}
+
+}  // namespace tpurun::cli

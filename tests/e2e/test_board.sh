@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Claims on pods: bob's claim makes alice's stage and exec refuse (naming bob,
+# the time left and the note) unless --ignore-claim; release and expiry end
+# it; status --all shows every pod's state with its claim; a forged claim file counts for nothing; two users claiming the same pod
+# at once get exactly one winner.
+source "$(dirname "$0")/lib.sh"
+require_tpurun
+board_dir=$FAKEPOD_NFS/logs/.board
+on_exit "rm -rf '$board_dir'"
+rm -rf "$board_dir"
+
+# Four pods carved out of the simulated one, all on the shared mount; board-a
+# comes last in the file, so --pod auto has to skip the others to reach it.
+cfg=$SCRATCH/board.json
+pod() {  # NAME FIRST LAST
+  local ips="" i
+  for ((i = $2; i <= $3; i++)); do ips+="${ips:+, }\"$(worker_ip "$i")\""; done
+  printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }, "staging_root": "%s/staging", "logs_root": "%s/logs" }' \
+    "$1" "$ips" "$FAKEPOD_NFS" "$FAKEPOD_NFS"
+}
+cat >"$cfg" <<JSON
+{ "default_pod": "board-a",
+  "pods": {
+    $(pod board-b 2 3),
+    $(pod board-c 4 5),
+    $(pod board-d 6 7),
+    $(pod board-a 0 1) } }
+JSON
+chmod 644 "$cfg"
+chmod 755 "$SCRATCH"
+b() {  # U [-C DIR] ARGS...: tpurun --config $cfg ARGS... as user U
+  local u=$1 cd=()
+  shift
+  if [[ ${1:-} == -C ]]; then
+    cd=(-C "$2")
+    shift 2
+  fi
+  as_user "$u" "${cd[@]+"${cd[@]}"}" "$TPURUN" --config "$cfg" "$@"
+}
+proj=$(make_project alice proj)
+
+# Bad input: clear errors, nothing created.
+expect_exit 2 b bob claim board-bb --for 1h
+assert_contains "$ERR" "unknown pod 'board-bb'"
+assert_contains "$ERR" "did you mean 'board-b'"
+expect_exit 2 b bob claim board-b --for 0
+assert_contains "$ERR" "--for 0: must be at least 1s"
+expect_exit 2 b bob claim board-b --for 3x
+assert_contains "$ERR" "unknown unit 'x'"
+expect_exit 2 b bob claim board-b --for -1h
+assert_contains "$ERR" "'-1h' is not a duration"
+[[ ! -e $board_dir ]] || fail "a refused claim created $board_dir"
+
+# bob claims board-b: the board is shared like /tmp, his file is his alone.
+expect_exit 0 b bob claim board-b --for 2h --note "lr sweep"
+assert_contains "$OUT" "claimed pod 'board-b' for bob"
+assert_eq "$(stat -c %a "$board_dir")" "1777"
+assert_eq "$(stat -c '%U %a' "$board_dir/board-b.1.json")" "bob 644"
+expect_exit 0 b alice claims
+assert_contains "$OUT" "board-b"
+assert_contains "$OUT" "bob, 1h59m left"
+assert_contains "$OUT" "lr sweep"
+expect_exit 0 b alice claims --json
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert [(c["pod"],c["user"],c["note"]) for c in d]==[("board-b","bob","lr sweep")], d' "$OUT" \
+  || fail "claims --json: $OUT"
+expect_exit 1 b alice claim board-b --for 1h
+assert_contains "$ERR" "already claimed by bob"
+
+# alice's stage and exec on board-b are refused, naming bob, time left and note.
+expect_exit 2 b alice -C "$proj" --pod board-b stage -- python3 train.py --steps 1
+assert_contains "$ERR" "pod 'board-b' is claimed by bob, 1h59m left"
+assert_contains "$ERR" "lr sweep"
+assert_contains "$ERR" "--ignore-claim"
+expect_exit 2 b alice --pod board-b exec -- true
+assert_contains "$ERR" "claimed by bob"
+# Other pods are untouched, and bob may use his own.
+expect_exit 0 b alice --pod board-a exec -- true
+expect_exit 0 b bob --pod board-b exec -- true
+# --ignore-claim goes ahead and says so.
+expect_exit 0 b alice -C "$proj" --pod board-b stage --ignore-claim -- python3 train.py --steps 1 --step-time 0.1
+assert_contains "$ERR" "--ignore-claim: going ahead on pod 'board-b' claimed by bob"
+assert_contains "$OUT" "step 1"
+expect_exit 0 b alice --pod board-b exec --ignore-claim -- true
+
+# A claim file that carol writes in bob's name counts for nothing, with a warning naming it.
+as_user carol sh -c "sed 's/board-b/board-c/; s/\"seq\": 1/\"seq\": 7/' '$board_dir/board-b.1.json' > '$board_dir/board-c.7.json'"
+assert_eq "$(stat -c %U "$board_dir/board-c.7.json")" "carol"
+expect_exit 0 b alice --pod board-c exec -- true
+assert_contains "$ERR" "ignoring claim file $board_dir/board-c.7.json: it names user 'bob'"
+expect_exit 0 b alice claims
+assert_not_contains "$OUT" "board-c"
+
+# Release: only bob can, and then alice is free to use board-b.
+expect_exit 1 b alice release board-b
+assert_contains "$ERR" "you hold no claim on pod 'board-b' (it is claimed by bob"
+expect_exit 0 b bob release board-b
+expect_exit 0 b alice --pod board-b exec -- true
+assert_not_contains "$ERR" "claimed"
+
+# Expiry: a claim for a few seconds ends by itself.
+expect_exit 0 b bob claim board-b --for 5s --note short
+expect_exit 2 b alice --pod board-b exec --dry-run -- true
+assert_contains "$ERR" "claimed by bob"
+for _ in $(seq 40); do
+  listed=$(b alice claims --json)
+  [[ $listed == *'"board-b"'* ]] || break
+  sleep 0.5
+done
+expect_exit 0 b alice claims --json
+assert_not_contains "$OUT" "board-b"
+expect_exit 0 b alice --pod board-b exec -- true
+# ... and alice can take it now.
+expect_exit 0 b alice claim board-b --for 1m
+expect_exit 0 b alice release board-b
+
+# Two users claiming the same pod at once: exactly one wins, the other is told who.
+for round in 1 2 3 4 5; do
+  b alice claim board-a --for 1h >"$SCRATCH/a.out" 2>"$SCRATCH/a.err" & pa=$!
+  b bob claim board-a --for 1h >"$SCRATCH/b.out" 2>"$SCRATCH/b.err" & pb=$!
+  ra=0 rb=0
+  wait $pa || ra=$?
+  wait $pb || rb=$?
+  if [[ $ra == 0 && $rb == 1 ]]; then
+    winner=alice loser_err=$(cat "$SCRATCH/b.err")
+  elif [[ $ra == 1 && $rb == 0 ]]; then
+    winner=bob loser_err=$(cat "$SCRATCH/a.err")
+  else
+    fail "round $round: alice exit $ra, bob exit $rb: $(cat "$SCRATCH"/[ab].err)"
+  fi
+  assert_contains "$loser_err" "already claimed by $winner"
+  expect_exit 0 b alice claims --json
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert [c["user"] for c in d if c["pod"]=="board-a"]==[sys.argv[2]], d' \
+    "$OUT" "$winner" || fail "round $round: claims: $OUT"
+  expect_exit 0 b "$winner" release board-a
+done
+
+# The board: board-a free, board-b free but claimed by bob, board-c busy
+# with bob's job, board-d unreachable (one worker down).
+expect_exit 0 b bob claim board-b --for 1h --note "lr sweep"
+bob_pid=$(start_trainer_on 4 bob --forever)
+start_trainer_on 5 bob --forever >/dev/null
+stop_worker 7
+expect_exit 0 b alice status --all --json
+python3 - "$OUT" <<'PY' || fail "status --all --json: $OUT"
+import json, sys
+pods = {p["pod"]: p for p in json.loads(sys.argv[1])["pods"]}
+assert {n: p["state"] for n, p in pods.items()} == \
+    {"board-a": "free", "board-b": "free", "board-c": "busy", "board-d": "unreachable"}, pods
+assert pods["board-b"]["claim"]["user"] == "bob" and pods["board-b"]["claim"]["note"] == "lr sweep"
+assert pods["board-a"]["claim"] is None
+assert [h["user"] for h in pods["board-c"]["holders"]] == ["bob"], pods["board-c"]["holders"]
+assert pods["board-c"]["holders"][0]["workers"] == [0, 1]
+assert [w["state"] for w in pods["board-d"]["workers"]] == ["free", "unreachable"]
+assert [w["worker"] for w in pods["board-c"]["workers"]] == [0, 1]
+PY
+expect_exit 0 b alice status --all
+assert_contains "$OUT" "board-c  busy"
+assert_contains "$OUT" "bob: python3 train.py"
+assert_contains "$OUT" "board-d  unreachable"
+assert_contains "$OUT" "w1 unreachable"
+assert_contains "$OUT" "claimed by bob"
+assert_eq "$(grep -c '^board-' <<<"$OUT")" "4" "one line per pod"
+fakepod exec 4 -- kill -0 "$bob_pid" || fail "status signalled bob's trainer"
+
+# --pod auto skips bob's claim, bob's job and the dead worker, in config order, and says why.
+expect_exit 0 b alice -C "$proj" --pod auto stage --json -- python3 train.py --steps 1 --step-time 0.1
+assert_contains "$ERR" "--pod auto: picked 'board-a'"
+assert_contains "$ERR" "board-b: claimed by bob"
+assert_contains "$ERR" "board-c: busy by bob (python3 train.py"
+assert_contains "$ERR" "board-d: unreachable w1 not answering"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["pod"]=="board-a", d' "$OUT" || fail "stage --json: $OUT"
+# A glob limits the choice; nothing free is an error that lists each pod's state.
+expect_exit 1 b alice -C "$proj" --pod 'board-[bcd]' stage -- python3 train.py --steps 1
+assert_contains "$ERR" "--pod board-[bcd]: no pod is free"
+assert_contains "$ERR" "board-b: claimed by bob"
+assert_contains "$ERR" "board-d: unreachable"
+assert_not_contains "$ERR" "board-a"
+expect_exit 2 b alice -C "$proj" --pod 'nothing*' stage -- python3 train.py --steps 1
+assert_contains "$ERR" "no pod in $cfg matches"
+fakepod exec 4 -- kill -0 "$bob_pid" || fail "--pod auto signalled bob's trainer"
+pass
