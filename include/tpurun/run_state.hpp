@@ -62,6 +62,10 @@ struct RunState {
 std::optional<RunState> read_run_state(const std::string& log_dir);  // nullopt: none or unreadable
 void write_run_state(const std::string& log_dir, const RunState& state);
 
+// This process as a supervisor: its pid, this host's name and its start time
+// (read the same way supervisor_alive() checks it).
+SupervisorInfo this_process_as_supervisor();
+
 // The supervisor's heartbeat is at most this old while it watches.
 constexpr long long kHeartbeatSeconds = 5;
 // True when the state has a supervisor whose heartbeat is recent (and, on this

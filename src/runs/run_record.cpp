@@ -122,7 +122,7 @@ RunRecord read_run_record(const std::string& log_dir) {
     r.user = doc.at("user");
     r.pod = doc.at("pod");
     r.project = doc.value("project", "");
-    for (const auto& w : doc.at("workers")) r.workers.push_back({w.at("worker"), w.at("host"), w.value("port", 22)});
+    for (const auto& w : doc.at("workers")) r.workers.push_back({w.at("worker"), w.at("host"), w.value("port", 22), ""});
     r.command = doc.at("command").get<std::vector<std::string>>();
     r.env_names = doc.value("env_names", std::vector<std::string>{});
     if (doc.contains("env") && doc["env"].is_object()) {  // run.json before env_names

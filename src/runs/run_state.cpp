@@ -131,6 +131,14 @@ std::optional<RunState> read_run_state(const std::string& log_dir) {
   }
 }
 
+SupervisorInfo this_process_as_supervisor() {
+  SupervisorInfo info;
+  info.pid = ::getpid();
+  info.host = this_host();
+  info.started = process_start(info.pid).value_or(0);
+  return info;
+}
+
 bool supervisor_alive(const RunState& state, long long now_unix) {
   if (state.supervisor.pid <= 0) return false;
   if (state.supervisor.host == this_host()) {

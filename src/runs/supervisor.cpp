@@ -1,13 +1,11 @@
 #include "tpurun/supervisor.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
 #include <thread>
 
-#include "tpurun/atomic_file.hpp"
 #include "tpurun/gang.hpp"
 #include "tpurun/launch.hpp"
 #include "tpurun/liveness.hpp"
@@ -20,21 +18,6 @@ namespace {
 using Clock = std::chrono::system_clock;
 
 long long now_unix() { return std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count(); }
-
-SupervisorInfo self_info() {
-  SupervisorInfo info;
-  info.pid = ::getpid();
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) == 0) info.host = name;
-  const std::string stat = read_small_file("/proc/self/stat");
-  size_t close = stat.rfind(')');
-  if (close != std::string::npos) {
-    size_t pos = close + 2;
-    for (int field = 3; field < 22 && pos != std::string::npos; ++field) pos = stat.find(' ', pos) + 1;
-    if (pos != std::string::npos) info.started = std::strtoll(stat.c_str() + pos, nullptr, 10);
-  }
-  return info;
-}
 
 // A compact fingerprint of what the follower shows, so state.json is rewritten
 // on a change or for the heartbeat, not every poll.
@@ -52,7 +35,7 @@ class Supervisor {
         processes_(processes),
         cancel_(cancel),
         monitor_(policy(setup.record), indices(setup.record), resume_attempt(setup.record)),
-        self_(self_info()) {}
+        self_(this_process_as_supervisor()) {}
 
   int run() {
     say(fmt::format("watching run {} (attempt {} of {}, on failure: {}, lost after {}s)", setup_.record.run_id,
