@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tpurun/multislice.hpp"
 #include "tpurun/outcome.hpp"
 #include "tpurun/transport.hpp"
 #include "tpurun/worker.hpp"
@@ -22,6 +23,7 @@ struct LaunchSpec {
   int num_workers = 1;                     // TPURUN_NUM_WORKERS: the pod's worker count
   int attempt = 1;                         // TPURUN_ATTEMPT; picks the attempt's pid/exit files
   int max_attempts = 1;                    // > 1: each attempt starts with a header in the log
+  std::optional<MultiSlice> slices;        // multi-slice runs: the MEGASCALE_* variables
 };
 
 // The script (sent to `sh -s`) that launches the job on `worker` and prints

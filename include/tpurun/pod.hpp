@@ -29,6 +29,16 @@ struct GcloudSpec {
   bool internal_ip = true;
 };
 
+// One pod of a multi-slice pod (docs/multislice.md).
+struct Slice {
+  std::string pod;                   // the config pod that is this slice
+  std::optional<GcloudSpec> gcloud;  // its TPU VM, for the READY check before a restart
+  int first_worker = 0;              // global index of its worker 0
+  int num_workers = 0;               // 0 until resolved (gcloud pods)
+};
+
+constexpr int kDefaultMegascalePort = 8080;
+
 struct PodConfig {
   std::string name;
   std::vector<Worker> workers;  // empty until resolved for gcloud pods
@@ -39,6 +49,11 @@ struct PodConfig {
   // Device files whose open handles mean "this process uses the TPU".
   std::vector<std::string> device_globs = {"/dev/accel*", "/dev/vfio/[0-9]*"};
   std::uint64_t stage_size_limit = 1ull << 30;  // bytes
+  // A multi-slice pod ("slices" in the config, or --pod A,B): one job across
+  // these pods; `workers` are theirs, slice by slice, each with its slice id.
+  // Empty for an ordinary pod.
+  std::vector<Slice> slices;
+  int megascale_port = kDefaultMegascalePort;  // MEGASCALE_PORT for multi-slice runs
   // True when no config exists: the pod is this host alone, run without SSH.
   bool local = false;
 };

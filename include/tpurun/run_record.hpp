@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tpurun/multislice.hpp"
 #include "tpurun/worker.hpp"
 
 namespace tpurun {
@@ -16,7 +17,9 @@ struct RunRecord {
   std::string user;
   std::string pod;
   std::string project;  // the project directory's name
-  std::vector<Worker> workers;
+  std::vector<Worker> workers;           // global indices; slice and slice_worker on multi-slice runs
+  std::vector<std::string> slices;      // multi-slice runs: the slices' pods, in slice order
+  std::optional<MultiSlice> megascale;  // multi-slice runs: what every job is told
   std::vector<std::string> command;
   std::vector<std::string> env_names;  // the job's --env names; values are never recorded
   std::vector<std::string> tags;

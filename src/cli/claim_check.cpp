@@ -44,32 +44,48 @@ const PodConfig& board_pod(const ConfigFile& config, const std::string& pod) {
     throw UsageError(fmt::format("unknown pod '{}' in {}{}; pods: {}", pod, config.path, did_you_mean(pod, names),
                                  fmt::join(names, ", ")));
   }
+  if (!it->second.slices.empty()) {
+    std::vector<std::string> slices;
+    for (const Slice& slice : it->second.slices) slices.push_back(slice.pod);
+    throw UsageError(fmt::format("pod '{}' is made of the slices {}: claims are on those, one by one", pod,
+                                 fmt::join(slices, ", ")));
+  }
   if (it->second.logs_root.empty()) {
     throw UsageError(fmt::format("pod '{}' has no logs_root, where claims are kept; see docs/board.md", pod));
   }
   return it->second;
 }
 
-void respect_claims(const PodConfig& pod, bool ignore_claim, Context& ctx) {
-  if (pod.logs_root.empty()) return;
+namespace {
+
+void respect_claim(const std::string& logs_root, const std::string& pod, bool ignore_claim, Context& ctx) {
   const auto now = WallClock::now();
   std::optional<Claim> held;
   std::vector<std::string> warnings;
   try {
-    held = Board(pod.logs_root).holder(pod.name, now, &warnings);
+    held = Board(logs_root).holder(pod, now, &warnings);
   } catch (const std::exception& e) {
-    warnings.push_back(fmt::format("cannot read the claims on pod '{}': {}", pod.name, e.what()));
+    warnings.push_back(fmt::format("cannot read the claims on pod '{}': {}", pod, e.what()));
   }
   for (const std::string& w : warnings) fmt::print(ctx.err, "tpurun: warning: {}\n", w);
   if (!held || held->user == claim_user()) return;
   if (ignore_claim) {
-    fmt::print(ctx.err, "tpurun: --ignore-claim: going ahead on pod '{}' claimed by {}\n", pod.name,
+    fmt::print(ctx.err, "tpurun: --ignore-claim: going ahead on pod '{}' claimed by {}\n", pod,
                describe_claim(*held, now));
     return;
   }
   throw UsageError(fmt::format("pod '{}' is claimed by {}; ask them, pick another pod, or pass --ignore-claim "
                                "(see tpurun claims)",
-                               pod.name, describe_claim(*held, now)));
+                               pod, describe_claim(*held, now)));
+}
+
+}  // namespace
+
+void respect_claims(const PodConfig& pod, bool ignore_claim, Context& ctx) {
+  if (pod.logs_root.empty()) return;
+  // A multi-slice pod is claimed through its slices: a claim on any of them counts.
+  if (pod.slices.empty()) respect_claim(pod.logs_root, pod.name, ignore_claim, ctx);
+  for (const Slice& slice : pod.slices) respect_claim(pod.logs_root, slice.pod, ignore_claim, ctx);
 }
 
 }  // namespace tpurun::cli

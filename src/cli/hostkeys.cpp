@@ -46,6 +46,12 @@ Examples:
 int run_hostkeys(const HostKeysOptions& o, Context& ctx) {
   if (o.dry_run && !o.import) throw UsageError("--dry-run goes with --import");
   Target target = resolve_target(o.target, ctx);
+  if (!target.pod.slices.empty()) {
+    std::vector<std::string> slices;
+    for (const Slice& slice : target.pod.slices) slices.push_back(slice.pod);
+    throw UsageError(fmt::format("pod '{}' is made of slices: run tpurun hostkeys --pod SLICE for each of {}",
+                                 target.pod.name, fmt::join(slices, ", ")));
+  }
   if (!target.pod.gcloud) {
     throw UsageError(fmt::format(
         "pod '{}' is not a gcloud pod: its host keys are in known_hosts under their addresses "

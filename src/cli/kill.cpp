@@ -14,6 +14,7 @@
 
 #include "cli/identity.hpp"
 #include "cli/kill_audit.hpp"
+#include "cli/run_pod.hpp"
 #include "cli/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/printer.hpp"
@@ -48,6 +49,9 @@ CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
 jobs (processes with TPURUN_RUN_ID; only RUN's with --run), each with its whole
 tree: its process group and all its descendants, your processes only. SIGTERM
 first, SIGKILL after --grace; then the worker is scanned again.
+
+--run without --pod acts on the pod the run was started on (all the slices of
+a multi-slice run).
 
 Runs: the watcher of the run (--run), or of every active run of yours when
 you kill on all workers, is stopped first, so the run ends as "stopped" and is
@@ -138,8 +142,13 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
   request.dry_run = o.dry_run;
 
   Target target = resolve_target(o.target, ctx);
-  request.device_globs = target.pod.device_globs;
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+  if (auto pod = ctx.pod_request.pod ? std::nullopt : other_pod_of_run(target.pod, o.run, ctx)) {
+    printer.note(fmt::format("run {} was started on pod '{}': killing it there", o.run, *pod));
+    ctx.pod_request.pod = *pod;
+    target = resolve_target(o.target, ctx);
+  }
+  request.device_globs = target.pod.device_globs;
 
   std::optional<AuditLog> audit;
   if (o.force && !o.dry_run) {

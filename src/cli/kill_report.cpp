@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cli/kill.hpp"
+#include "cli/report.hpp"
 #include "cli/status.hpp"
 #include "cli/tpu_view.hpp"
 #include "tpurun/duration.hpp"
@@ -105,21 +106,20 @@ nlohmann::json kill_report_to_json(const WorkerKill& r, bool dry_run) {
     j["reason"] = v.reason;
     victims.push_back(j);
   }
-  nlohmann::json j{{"worker", r.worker.index},
-                   {"host", r.worker.host},
-                   {"state", to_string(r.state)},
-                   {"victims", victims},
-                   {"groups", r.plan.groups},
-                   {"signalled", r.signalled},
-                   {"gone_before", r.gone_before},
-                   {"gone_term", r.gone_term},
-                   {"gone_kill", r.gone_kill},
-                   {"survivors", r.survivors},
-                   {"skipped", r.skipped},
-                   {"not_signalled", processes_json(r.plan.spared)},
-                   {"kept_own", processes_json(r.plan.kept_own)},
-                   {"removed", r.cleaned.removed},
-                   {"kept", r.cleaned.kept}};
+  nlohmann::json j = worker_json(r.worker);
+  j.update({{"state", to_string(r.state)},
+            {"victims", victims},
+            {"groups", r.plan.groups},
+            {"signalled", r.signalled},
+            {"gone_before", r.gone_before},
+            {"gone_term", r.gone_term},
+            {"gone_kill", r.gone_kill},
+            {"survivors", r.survivors},
+            {"skipped", r.skipped},
+            {"not_signalled", processes_json(r.plan.spared)},
+            {"kept_own", processes_json(r.plan.kept_own)},
+            {"removed", r.cleaned.removed},
+            {"kept", r.cleaned.kept}});
   nlohmann::json would = nlohmann::json::array();
   if (dry_run && r.cleanup.remove_lockfile) would.push_back(kLibtpuLockfile);
   if (dry_run && r.cleanup.remove_tpu_logs) would.push_back(kTpuLogsDir);

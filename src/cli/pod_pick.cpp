@@ -63,6 +63,7 @@ void pick_pod(Context& ctx, bool ignore_claim) {
   bool matched = false;
   for (const std::string& name : config.order) {
     if (pattern != "auto" && ::fnmatch(pattern.c_str(), name.c_str(), 0) != 0) continue;
+    if (!config.pods.at(name).slices.empty()) continue;  // a multi-slice run is asked for by name
     matched = true;
     if (ctx.cancel.cancelled()) throw Interrupted("interrupted while looking for a free pod");
     std::string reason = skip_reason(name, ignore_claim, ctx);

@@ -5,8 +5,14 @@
 
 namespace tpurun::cli {
 
+nlohmann::json worker_json(const Worker& worker) {
+  nlohmann::json j{{"worker", worker.index}, {"host", worker.host}};
+  if (worker.slice >= 0) j.update({{"slice", worker.slice}, {"slice_worker", worker.slice_worker}});
+  return j;
+}
+
 nlohmann::json outcome_to_json(const WorkerOutcome& o) {
-  nlohmann::json j{{"worker", o.worker.index}, {"host", o.worker.host}};
+  nlohmann::json j = worker_json(o.worker);
   if (const CommandExit* e = o.exit()) {
     j["exit_code"] = e->code;
     j["signal"] = e->signal ? nlohmann::json(*e->signal) : nlohmann::json(nullptr);

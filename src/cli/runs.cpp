@@ -32,7 +32,7 @@ std::string verdict_text(const RunView& run) {
   std::string text = to_string(s.verdict);
   if (s.first_failure && (s.verdict == RunVerdict::failed || s.verdict == RunVerdict::lost ||
                           s.verdict == RunVerdict::restarting)) {
-    text += fmt::format(": w{} {} first", s.first_failure->worker,
+    text += fmt::format(": {} {} first", worker_name(run.record.workers, s.first_failure->worker),
                         s.first_failure->how == "lost" ? "lost" : s.first_failure->detail);
   }
   if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);
@@ -108,15 +108,25 @@ std::string summarize_states(const RunState& s) {
 
 nlohmann::json opt_int(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
+// Multi-slice runs: which slice a worker (global index) is in.
+nlohmann::json& with_slice(nlohmann::json& j, const RunRecord& record, int index) {
+  for (const Worker& w : record.workers) {
+    if (w.index == index && w.slice >= 0) j.update({{"slice", w.slice}, {"slice_worker", w.slice_worker}});
+  }
+  return j;
+}
+
 nlohmann::json run_to_json(const RunView& run) {
   nlohmann::json workers = nlohmann::json::array();
   nlohmann::json doc{{"run_id", run.record.run_id}, {"pod", run.record.pod}, {"created_at", run.record.created_at},
                      {"command", run.record.command}, {"log_dir", run.record.log_dir},
                      {"staged_dir", run.record.staged_dir}};
+  if (run.record.megascale) doc["slices"] = run.record.slices;
   if (!run.state) {
     for (const WorkerJob& job : run.jobs) {
-      workers.push_back({{"worker", job.worker}, {"state", to_string(job.state)}, {"pid", opt_int(job.pid)},
-                         {"exit_code", opt_int(job.exit_code)}});
+      nlohmann::json j{{"worker", job.worker}, {"state", to_string(job.state)}, {"pid", opt_int(job.pid)},
+                       {"exit_code", opt_int(job.exit_code)}};
+      workers.push_back(with_slice(j, run.record, job.worker));
     }
     doc["verdict"] = nullptr;
     doc["workers"] = workers;
@@ -124,8 +134,9 @@ nlohmann::json run_to_json(const RunView& run) {
   }
   const RunState& s = *run.state;
   for (const WorkerStatus& w : s.workers) {
-    workers.push_back({{"worker", w.worker}, {"state", to_string(w.state)}, {"pid", opt_int(w.pid)},
-                       {"exit_code", opt_int(w.exit_code)}, {"detail", w.detail}});
+    nlohmann::json j{{"worker", w.worker}, {"state", to_string(w.state)}, {"pid", opt_int(w.pid)},
+                     {"exit_code", opt_int(w.exit_code)}, {"detail", w.detail}};
+    workers.push_back(with_slice(j, run.record, w.worker));
   }
   doc["verdict"] = to_string(s.verdict);
   doc["attempt"] = s.attempt;
@@ -135,8 +146,9 @@ nlohmann::json run_to_json(const RunView& run) {
   doc["first_failure"] = nullptr;
   if (s.first_failure) {
     const GangFailure& f = *s.first_failure;
-    doc["first_failure"] = {{"worker", f.worker}, {"how", f.how}, {"exit_code", f.exit_code},
-                            {"signal", f.signal}, {"since", f.since}, {"detail", f.detail}};
+    nlohmann::json j{{"worker", f.worker}, {"how", f.how}, {"exit_code", f.exit_code},
+                     {"signal", f.signal}, {"since", f.since}, {"detail", f.detail}};
+    doc["first_failure"] = with_slice(j, run.record, f.worker);
   }
   doc["message"] = s.message;
   doc["workers"] = workers;

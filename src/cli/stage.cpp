@@ -14,6 +14,7 @@
 #include "cli/preflight.hpp"
 #include "cli/report.hpp"
 #include "cli/run_follow.hpp"
+#include "cli/stage_slices.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
 #include "tpurun/launch.hpp"
@@ -92,6 +93,10 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   cmd->add_option("--lost-after", o.lost_after, "A worker unreachable for this long counts as lost")
       ->default_str("60s");
   cmd->add_option("--grace", o.grace, "When stopping the run: time between SIGTERM and SIGKILL")->default_str("10s");
+  cmd->add_option("--megascale-port", o.megascale_port,
+                  "Multi-slice runs: MEGASCALE_PORT and the coordinator's port (default: the pod's "
+                  "\"megascale_port\", else 8080)")
+      ->check(CLI::Range(1, 65535));
   cmd->add_option("command", o.argv, "The command to run in the snapshot on every worker, after --");
   cmd->footer(R"(What happens:
   1. checks that no one holds the TPU on the selected workers (see tpurun status);
@@ -118,6 +123,13 @@ With --restarts N the whole run is then relaunched from the same snapshot into
 the same log dir, once every worker is reachable and free again (backing off
 2s, 4s, 8s, ...). Exit status: 0 when every worker exited 0; the first failing
 worker's exit code; 255 when it was lost; 130 when you only detached.
+
+Multi-slice: --pod A,B (or a config pod with "slices": ["A", "B"]) runs one
+job across the pods A and B, each a slice, as one gang. Workers are numbered
+across the slices (TPURUN_WORKER, workerN.log; shown as [w5 s1w1 HOST]) and
+each job also gets MEGASCALE_COORDINATOR_ADDRESS (slice 0's worker 0),
+MEGASCALE_NUM_SLICES, MEGASCALE_SLICE_ID, MEGASCALE_PORT, TPURUN_SLICE,
+TPURUN_SLICE_WORKER and TPURUN_NUM_SLICES; see docs/multislice.md.
 
 --pod auto picks the first pod in config order that is free on every worker
 and not claimed by another user (--pod 'v4-32*' limits the choice), and says
@@ -177,6 +189,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   Target target = resolve_target(o.target, ctx);
   require_roots(target.pod);
   respect_claims(target.pod, o.ignore_claim, ctx);
+  const std::optional<MultiSlice> slices = plan_multislice(target, o.megascale_port, env);
   const std::string user = local_user(ctx.env);
   const std::string project = project_name(std::filesystem::current_path());
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
@@ -184,6 +197,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   if (o.dry_run) {
     fmt::print(ctx.out, "dry run: nothing is staged, created or launched.\n");
     fmt::print(ctx.out, "pod '{}': {} of {} workers\n", target.pod.name, target.workers.size(), target.pod.workers.size());
+    if (slices) fmt::print(ctx.out, "{}\n", describe_multislice(target.pod, *slices));
     for (const Worker& w : target.workers) fmt::print(ctx.out, "  {}\n", w.display());
     fmt::print(ctx.out, "snapshot of {} into {}/{}/<yymmddHHMMSS>-<rand>-<sha>-code\n",
                std::filesystem::current_path().string(), target.pod.staging_root, user);
@@ -214,6 +228,8 @@ int run_stage(const StageOptions& o, Context& ctx) {
   record.pod = target.pod.name;
   record.project = project;
   record.workers = target.workers;
+  if (slices) record.slices = slice_pods(target.pod);
+  record.megascale = slices;
   record.command = o.argv;
   record.env_names = env_names(env);  // never the values: run.json is readable by others
   record.tags = o.tags;
@@ -235,7 +251,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   // killed while launching.
   const int watcher = start_watcher(record, ctx);
   LaunchSpec spec{record.run_id, record.log_dir, staged.dir, o.argv, env,
-                  static_cast<int>(target.pod.workers.size()), 1, 1 + o.restarts};
+                  static_cast<int>(target.pod.workers.size()), 1, 1 + o.restarts, slices};
   LaunchResult launched = launch_on_workers(spec, target.workers, *transport, o.target.fanout, ctx.cancel);
   std::vector<WorkerOutcome>& launches = launched.outcomes;
   std::vector<Worker> running;
@@ -243,9 +259,10 @@ int run_stage(const StageOptions& o, Context& ctx) {
   for (const WorkerOutcome& launch : launches) {
     auto pid = launched.pids.find(launch.worker.index);
     if (pid != launched.pids.end()) running.push_back(launch.worker);
-    json_workers.push_back({{"worker", launch.worker.index}, {"host", launch.worker.host},
-                            {"pid", pid != launched.pids.end() ? nlohmann::json(pid->second) : nlohmann::json(nullptr)},
-                            {"error", launch.error() ? nlohmann::json(launch.error()->message) : nlohmann::json(nullptr)}});
+    nlohmann::json j = worker_json(launch.worker);
+    j["pid"] = pid != launched.pids.end() ? nlohmann::json(pid->second) : nlohmann::json(nullptr);
+    j["error"] = launch.error() ? nlohmann::json(launch.error()->message) : nlohmann::json(nullptr);
+    json_workers.push_back(j);
   }
   // A worker where the job did not start has failed, as far as the gang goes:
   // its log says why and its exit record says 255, so the watcher and `runs`
@@ -267,12 +284,14 @@ int run_stage(const StageOptions& o, Context& ctx) {
                                "(on failure: {})", running.size(), launches.size(), o.on_failure));
     }
   } else {
-    printer.note(fmt::format("launched on {} workers (detached; Ctrl-C only stops following)", running.size()));
+    printer.note(fmt::format("launched on {} workers{} (detached; Ctrl-C only stops following)", running.size(),
+                             slices ? fmt::format(" in {} slices", slices->num_slices) : ""));
   }
 
   if (o.json) {
     nlohmann::json doc{{"run_id", record.run_id}, {"pod", target.pod.name}, {"staged_dir", staged.dir}, {"log_dir", record.log_dir},
                        {"watcher_pid", watcher}, {"workers", json_workers}};
+    if (slices) doc["slices"] = record.slices;
     print_json(ctx.out, doc);
   }
   if (o.detach || o.json || running.empty()) {

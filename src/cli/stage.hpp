@@ -20,6 +20,7 @@ struct StageOptions {
   bool skip_preflight = false;
   bool kill_previous = false;
   bool raw = false;  // --raw: no collapsing of identical lines
+  int megascale_port = 0;  // --megascale-port; 0: the pod's (multi-slice runs only)
   // The gang rules (docs/runs.md).
   std::string on_failure = "stop";  // stop | continue
   int restarts = 0;

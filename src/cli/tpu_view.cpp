@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "cli/report.hpp"
 #include "tpurun/duration.hpp"
 
 namespace tpurun::cli {
@@ -104,7 +105,8 @@ nlohmann::json process_to_json(const ScannedProcess& p) {
 }
 
 nlohmann::json scan_result_to_json(const WorkerScanResult& r) {
-  nlohmann::json j{{"worker", r.worker.index}, {"host", r.worker.host}, {"state", to_string(r.state)}};
+  nlohmann::json j = worker_json(r.worker);
+  j["state"] = to_string(r.state);
   j["holders"] = nlohmann::json::array();
   j["lockfile"] = nullptr;
   j["tpu_logs_owner"] = nullptr;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "config_node.hpp"
+#include "config_slices.hpp"
 #include "config_values.hpp"
 #include "jsonc.hpp"
 #include "tpurun/suggest.hpp"
@@ -15,7 +16,8 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"default_pod", "pods"};
 const std::vector<std::string> kPodKeys = {
-    "workers", "gcloud", "ssh", "staging_root", "logs_root", "device_globs", "stage_size_limit"};
+    "workers", "gcloud", "ssh", "staging_root", "logs_root", "device_globs", "stage_size_limit",
+    "slices", "megascale_port"};
 const std::vector<std::string> kSshKeys = {"user", "identity_file", "known_hosts",
                                            "host_key_policy", "connect_timeout_s"};
 const std::vector<std::string> kGcloudKeys = {"name", "zone", "project", "internal_ip"};
@@ -134,6 +136,9 @@ std::uint64_t read_byte_size(const ConfigNode& node) {
 
 PodConfig read_pod(const std::string& name, const ConfigNode& node, const Environment& env) {
   node.allow_only(kPodKeys);
+  if (auto port = node.get("megascale_port")) {
+    port->fail("megascale_port is for a multi-slice pod (one with \"slices\"); see docs/multislice.md");
+  }
   auto workers = node.get("workers");
   auto gcloud = node.get("gcloud");
   if (workers && gcloud) gcloud->fail("a pod has either \"workers\" or \"gcloud\", not both");
@@ -167,14 +172,20 @@ ConfigFile parse_config(const std::string& text, const std::string& path, const 
   config.path = path;
   ConfigNode pods = root.require("pods");
   std::vector<std::string> names;
+  std::vector<std::pair<std::string, ConfigNode>> multislice;
   for (const auto& [name, node] : pods.members()) {
     if (!valid_pod_name(name))
       node.fail(
           "pod names may contain only letters, digits, '.', '_' and '-', and start with a letter "
           "or digit");
-    config.pods.emplace(name, read_pod(name, node, env));
     names.push_back(name);
+    if (has_slices(node)) {
+      multislice.emplace_back(name, node);
+    } else {
+      config.pods.emplace(name, read_pod(name, node, env));
+    }
   }
+  read_slices_pods(multislice, config.pods);
   if (names.empty()) pods.fail("no pods defined");
   config.order = names;
 

@@ -8,6 +8,7 @@
 
 #include "config_values.hpp"
 #include "tpurun/config.hpp"
+#include "tpurun/multislice.hpp"
 #include "tpurun/suggest.hpp"
 
 namespace tpurun {
@@ -75,6 +76,15 @@ std::string choose_pod(const ConfigFile& config, const std::optional<PodChoice>&
           ") and none chosen: pass --pod NAME, set TPURUN_POD, or add \"default_pod\"");
 }
 
+// --pod A,B: a multi-slice pod made on the spot of the config's pods A and B.
+PodConfig slice_list_pod(const ConfigFile& config, const PodChoice& requested) {
+  const std::vector<std::string> names = split_slice_list(requested.name);
+  if (auto problem = check_slices(names, config.pods)) {
+    throw ConfigError(config.path, 0, requested.source + " " + requested.name + ": " + problem->message);
+  }
+  return make_slices_pod(requested.name, names, config.pods);
+}
+
 PodConfig local_pod(const Environment& env) {
   PodConfig pod;
   pod.name = "local";
@@ -102,6 +112,16 @@ std::vector<Worker> describe_workers(const PodConfig& pod, ProcessRunner& runner
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(prefix + "`" + command + "`: " + e.what());
   }
+}
+
+// A multi-slice pod's workers: each slice's, described one by one.
+void resolve_slices(PodConfig& pod, const ConfigFile& config, ProcessRunner& runner) {
+  std::vector<std::vector<Worker>> per_slice;
+  for (const Slice& slice : pod.slices) {
+    const PodConfig& part = config.pods.at(slice.pod);
+    per_slice.push_back(part.gcloud ? describe_workers(part, runner) : part.workers);
+  }
+  join_slice_workers(pod, per_slice);
 }
 
 void apply_overrides(PodConfig& pod, const PodOverrides& overrides, const Environment& env) {
@@ -146,8 +166,13 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   }
 
   ConfigFile config = parse_config(read_file(*path), *path, env);
-  PodConfig pod = config.pods.at(choose_pod(config, requested));
-  if (pod.gcloud) pod.workers = describe_workers(pod, runner);
+  PodConfig pod = requested && is_slice_list(requested->name) ? slice_list_pod(config, *requested)
+                                                              : config.pods.at(choose_pod(config, requested));
+  if (!pod.slices.empty()) {
+    resolve_slices(pod, config, runner);
+  } else if (pod.gcloud) {
+    pod.workers = describe_workers(pod, runner);
+  }
   apply_overrides(pod, request.overrides, env);
   if (pod.ssh.user.empty())
     throw ConfigError(*path, 0,

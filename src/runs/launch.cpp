@@ -74,6 +74,9 @@ RemoteCommand launch_command(const LaunchSpec& spec, const Worker& worker) {
   job_env += export_line("TPURUN_NUM_WORKERS", std::to_string(spec.num_workers));
   job_env += export_line("TPURUN_STAGED_DIR", spec.staged_dir);
   job_env += export_line("TPURUN_ATTEMPT", std::to_string(spec.attempt));
+  if (spec.slices && worker.slice >= 0) {
+    for (const auto& [key, value] : slice_env(*spec.slices, worker)) job_env += export_line(key, value);
+  }
   for (const auto& [key, value] : spec.env) job_env += export_line(key, value);
 
   std::ostringstream script;

@@ -42,6 +42,11 @@ std::string restart_blockers(const RunRecord& record, const PodConfig& pod, Tran
     std::string why = gcloud_blocker(*pod.gcloud, processes);
     if (!why.empty()) return why;
   }
+  for (const Slice& slice : pod.slices) {  // a multi-slice pod: every slice's TPU VM
+    if (!slice.gcloud) continue;
+    std::string why = gcloud_blocker(*slice.gcloud, processes);
+    if (!why.empty()) return why;
+  }
   for (const WorkerScanResult& r : scan_workers(record.workers, transport, fanout, cancel, pod.device_globs)) {
     const std::string who = r.worker.display();
     switch (r.state) {

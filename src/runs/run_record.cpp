@@ -97,7 +97,10 @@ std::string create_log_dir(const std::string& logs_root, const std::string& user
 
 void write_run_record(const RunRecord& r, const std::string& git_diff) {
   nlohmann::json workers = nlohmann::json::array();
-  for (const Worker& w : r.workers) workers.push_back({{"worker", w.index}, {"host", w.host}, {"port", w.port}});
+  for (const Worker& w : r.workers) {
+    workers.push_back({{"worker", w.index}, {"host", w.host}, {"port", w.port}});
+    if (w.slice >= 0) workers.back().update({{"slice", w.slice}, {"slice_worker", w.slice_worker}});
+  }
   nlohmann::json doc{{"run_id", r.run_id},       {"user", r.user},
                      {"pod", r.pod},             {"project", r.project},
                      {"workers", workers},       {"command", r.command},
@@ -107,6 +110,11 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
                      {"tree_hash", r.tree_hash}, {"created_at", r.created_at},
                      {"gang", {{"on_failure", r.on_failure}, {"restarts", r.restarts},
                                {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms}}}};
+  if (r.megascale) {
+    doc["slices"] = r.slices;
+    doc["megascale"] = {{"num_slices", r.megascale->num_slices}, {"coordinator", r.megascale->coordinator},
+                        {"port", r.megascale->port}};
+  }
   write_file_atomic(r.log_dir + "/run.json",
                     doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!git_diff.empty()) write_file_atomic(r.log_dir + "/git.diff", git_diff);
@@ -122,7 +130,15 @@ RunRecord read_run_record(const std::string& log_dir) {
     r.user = doc.at("user");
     r.pod = doc.at("pod");
     r.project = doc.value("project", "");
-    for (const auto& w : doc.at("workers")) r.workers.push_back({w.at("worker"), w.at("host"), w.value("port", 22), ""});
+    for (const auto& w : doc.at("workers")) {
+      r.workers.push_back({w.at("worker"), w.at("host"), w.value("port", 22), "", w.value("slice", -1),
+                           w.value("slice_worker", 0)});
+    }
+    if (doc.contains("megascale") && doc["megascale"].is_object()) {
+      const auto& m = doc["megascale"];
+      r.megascale = MultiSlice{m.at("num_slices"), m.at("coordinator"), m.at("port")};
+      r.slices = doc.value("slices", std::vector<std::string>{});
+    }
     r.command = doc.at("command").get<std::vector<std::string>>();
     r.env_names = doc.value("env_names", std::vector<std::string>{});
     if (doc.contains("env") && doc["env"].is_object()) {  // run.json before env_names

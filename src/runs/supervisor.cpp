@@ -126,8 +126,8 @@ class Supervisor {
 
   void stop_gang() {
     const auto& failure = monitor_.state().first_failure;
-    say(fmt::format("w{} {} first: stopping the run's jobs on every worker (TERM, KILL after {}s)", failure->worker,
-                    failure->detail, setup_.record.grace_ms / 1000));
+    say(fmt::format("{} {} first: stopping the run's jobs on every worker (TERM, KILL after {}s)",
+                    worker_name(setup_.record.workers, failure->worker), failure->detail, setup_.record.grace_ms / 1000));
     message_ = "stopping the other workers";
     save(true);
     KillRequest request;
@@ -163,8 +163,8 @@ class Supervisor {
     const int next = state.attempt + 1;
     auto backoff = setup_.first_backoff * (1 << std::min(state.attempt - 1, 5));
     backoff = std::min<std::chrono::milliseconds>(backoff, std::chrono::seconds(60));
-    say(fmt::format("attempt {} failed (w{} {}); restarting as attempt {} of {} in {}s", state.attempt,
-                    state.first_failure->worker, state.first_failure->detail, next, state.max_attempts,
+    say(fmt::format("attempt {} failed ({} {}); restarting as attempt {} of {} in {}s", state.attempt,
+                    worker_name(setup_.record.workers, state.first_failure->worker), state.first_failure->detail, next, state.max_attempts,
                     backoff.count() / 1000.0));
     message_ = fmt::format("restarting: attempt {} of {}", next, state.max_attempts);
     save(true);
@@ -186,6 +186,7 @@ class Supervisor {
     LaunchSpec spec{setup_.record.run_id, setup_.record.log_dir, setup_.record.staged_dir, setup_.record.command,
                     setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts};
     if (spec.num_workers == 0) spec.num_workers = static_cast<int>(setup_.record.workers.size());
+    spec.slices = setup_.record.megascale;
     monitor_.begin_attempt(next);
     launch_failures_.clear();
     prober.set_jobs({});
