@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Multi-slice runs: two slices carved out of the simulated pod (workers 0-3
+# and 4-7) run one job as one gang. Every worker gets the MEGASCALE_* and
+# TPURUN_* variables (checked value by value on every worker); a failure on
+# slice 1 stops slice 0; kill --run stops both; claims on a slice count; bad
+# slice lists get clear errors. Asserts on states and files, never on timings.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gang_lib.sh"
+require_tpurun
+board_dir=$FAKEPOD_NFS/logs/.board
+on_exit "rm -f '$board_dir'/slice-b.*.json"
+
+cfg=$SCRATCH/multislice.json
+pod() {  # NAME FIRST LAST [LOGS_ROOT]
+  local ips="" i
+  for ((i = $2; i <= $3; i++)); do ips+="${ips:+, }\"$(worker_ip "$i")\""; done
+  printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }, "staging_root": "%s/staging", "logs_root": "%s" }' \
+    "$1" "$ips" "$FAKEPOD_NFS" "${4:-$FAKEPOD_NFS/logs}"
+}
+cat >"$cfg" <<JSON
+{ "default_pod": "slice-a",
+  "pods": {
+    $(pod slice-a 0 3),
+    $(pod slice-b 4 7),
+    $(pod odd-logs 0 1 "$FAKEPOD_NFS/elsewhere"),
+    "ms": { "slices": ["slice-a", "slice-b"], "megascale_port": 8476 } } }
+JSON
+chmod 644 "$cfg"
+chmod 755 "$SCRATCH"
+FAKEPOD_CONFIG=$cfg  # tpurun_as (and gang_lib's helpers) use this config
+proj=$(make_project alice msproj)
+# run_of: the run id that stage printed on stderr.
+run_of() { sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR"; }
+
+# Bad slice lists: clear errors naming the flag or file:line, nothing launched.
+expect_exit 2 tpurun_as alice -C "$proj" --pod slice-a,slice-bb stage -- true
+assert_contains "$ERR" "--pod slice-a,slice-bb: no pod named 'slice-bb' (did you mean 'slice-b'?)"
+expect_exit 2 tpurun_as alice -C "$proj" --pod slice-a,slice-a stage -- true
+assert_contains "$ERR" "slice 'slice-a' is listed twice"
+expect_exit 2 tpurun_as alice -C "$proj" --pod slice-a,odd-logs stage -- true
+assert_contains "$ERR" "slices 'slice-a' and 'odd-logs' have different logs_root"
+expect_exit 2 tpurun_as alice -C "$proj" --pod ms,slice-b stage -- true
+assert_contains "$ERR" "'ms' is itself made of slices; list its slices (slice-a, slice-b) instead"
+bad=$SCRATCH/bad.json
+sed 's/"slices": \["slice-a", "slice-b"\]/"slices": ["slice-a", "slcie-b"]/' "$cfg" >"$bad"
+chmod 644 "$bad"
+expect_exit 2 as_user alice "$TPURUN" --config "$bad" status
+assert_contains "$ERR" "$bad:6: pods.ms.slices[1]: no pod named 'slcie-b' (did you mean 'slice-b'?)"
+expect_exit 2 tpurun_as alice -C "$proj" --pod slice-a,slice-b stage --env MEGASCALE_PORT=1 -- true
+assert_contains "$ERR" "--env MEGASCALE_PORT: tpurun sets"
+expect_exit 2 tpurun_as alice -C "$proj" --pod slice-a,slice-b stage --worker 0-3 -- true
+assert_contains "$ERR" "a multi-slice run needs every worker of every slice"
+expect_exit 2 tpurun_as alice -C "$proj" stage --megascale-port 9000 -- true
+assert_contains "$ERR" "--megascale-port: pod 'slice-a' is a single slice"
+[[ ! -e $FAKEPOD_NFS/logs/alice/msproj ]] || fail "a refused stage created a log dir"
+
+# --dry-run shows the slices, the coordinator and each worker's place.
+expect_exit 0 tpurun_as alice -C "$proj" --pod slice-a,slice-b stage --dry-run -- true
+assert_contains "$OUT" "2 slices (slice-a: w0-3, slice-b: w4-7), MEGASCALE_COORDINATOR_ADDRESS=$(worker_ip 0):8080"
+assert_contains "$OUT" "w5 s1w1 $(worker_ip 5)"
+
+# Every worker of both slices gets its variables; one snapshot, one log dir,
+# workerN.log by global index, prefixes that name slice and worker.
+expect_exit 0 tpurun_as alice -C "$proj" --pod slice-a,slice-b stage --raw -- sh -c \
+  'env | grep -E "^(MEGASCALE_|TPURUN_(WORKER|NUM_WORKERS|SLICE|SLICE_WORKER|NUM_SLICES)=)" | LC_ALL=C sort'
+assert_contains "$ERR" "launched on 8 workers in 2 slices"
+assert_contains "$ERR" "succeeded: all 8 workers exited 0"
+run=$(run_of)
+log_dir=$FAKEPOD_NFS/logs/alice/msproj/$run
+[[ $run == *_slice-a-slice-b ]] || fail "run id '$run' does not name the slices"
+for i in $(seq 0 7); do
+  s=$((i / 4)) k=$((i % 4))
+  want=$(LC_ALL=C sort <<EOF
+MEGASCALE_COORDINATOR_ADDRESS=$(worker_ip 0):8080
+MEGASCALE_NUM_SLICES=2
+MEGASCALE_SLICE_ID=$s
+MEGASCALE_PORT=8080
+TPURUN_SLICE=$s
+TPURUN_SLICE_WORKER=$k
+TPURUN_NUM_SLICES=2
+TPURUN_WORKER=$i
+TPURUN_NUM_WORKERS=8
+EOF
+)
+  assert_eq "$(cat "$log_dir/worker$i.log")" "$want" "worker$i.log"
+  assert_contains "$OUT" "[w$i s${s}w$k $(worker_ip "$i")] MEGASCALE_SLICE_ID=$s"
+done
+python3 - "$log_dir/run.json" <<'PY' || fail "run.json does not record the slices"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["pod"] == "slice-a,slice-b" and r["slices"] == ["slice-a", "slice-b"], r
+assert r["megascale"] == {"num_slices": 2, "coordinator": "127.0.1.1", "port": 8080}, r["megascale"]
+assert [(w["worker"], w["slice"], w["slice_worker"]) for w in r["workers"]] == [(i, i // 4, i % 4) for i in range(8)], r["workers"]
+PY
+assert_eq "$(run_field alice "$run" '[(w["worker"], w["slice"], w["slice_worker"]) for w in r["workers"]][5]')" "(5, 1, 1)"
+assert_eq "$(run_field alice "$run" 'r["slices"]')" "['slice-a', 'slice-b']"
+
+# The config's multi-slice pod: its megascale_port, and --megascale-port over it.
+port_job='echo "$MEGASCALE_COORDINATOR_ADDRESS $MEGASCALE_PORT $MEGASCALE_NUM_SLICES"'
+run=$(stage_detached alice "$proj" --pod ms -- sh -c "$port_job")
+wait_verdict alice "$run" succeeded
+assert_eq "$(cat "$FAKEPOD_NFS/logs/alice/msproj/$run/worker7.log")" "$(worker_ip 0):8476 8476 2"
+run=$(stage_detached alice "$proj" --pod ms --megascale-port 9100 -- sh -c "$port_job")
+wait_verdict alice "$run" succeeded
+assert_eq "$(cat "$FAKEPOD_NFS/logs/alice/msproj/$run/worker2.log")" "$(worker_ip 0):9100 9100 2"
+
+# Fail-fast across slices: slice 1's worker 0 fails; slice 0's jobs (blocked
+# like JAX in a collective) are stopped; nothing is left on any worker.
+expect_exit 7 tpurun_as alice -C "$proj" --pod slice-a,slice-b stage -- sh -c \
+  'if [ "$TPURUN_SLICE" = 1 ] && [ "$TPURUN_SLICE_WORKER" = 0 ]; then echo "s1w0 broke"; sleep 1; exit 7; fi; exec python3 train.py --forever'
+run=$(run_of)
+assert_contains "$ERR" "first failure: w4 s1w0 $(worker_ip 4) exited 7"
+assert_contains "$ERR" "[w4 s1w0 $(worker_ip 4)] s1w0 broke"
+assert_contains "$ERR" "tpurun stopped the run's jobs on the other workers"
+assert_eq "$(run_field alice "$run" 'r["verdict"]')" "failed"
+assert_eq "$(run_field alice "$run" '(r["first_failure"]["worker"], r["first_failure"]["slice"])')" "(4, 1)"
+assert_eq "$(run_field alice "$run" '" ".join(sorted(set(w["state"] for w in r["workers"] if w["worker"] != 4)))')" "stopped"
+no_job_left alice "$run"
+expect_exit 0 tpurun_as alice runs
+assert_contains "$OUT" "failed: w4 s1w0 exited 7 first"
+
+# status and kill --run see the run as one gang across its slices; kill --run
+# without --pod (the default pod is slice-a alone) reaches slice-b too.
+run=$(stage_detached alice "$proj" --pod ms -- python3 train.py --forever)
+for _ in $(seq 300); do
+  [[ $(run_field alice "$run" 'sum(w["state"] == "running" for w in r["workers"])') == 8 ]] && break
+  sleep 0.2
+done
+expect_exit 1 tpurun_as alice --pod slice-a,slice-b status --json
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+ws = d["workers"]
+assert len(ws) == 8, ws
+assert all(w["state"] == "busy-self" for w in ws), [w["state"] for w in ws]
+assert (ws[6]["slice"], ws[6]["slice_worker"]) == (1, 2), ws[6]
+' "$OUT" || fail "status --pod slice-a,slice-b: $OUT"
+expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 2s
+assert_contains "$ERR" "run $run was started on pod 'ms': killing it there"
+wait_verdict alice "$run" stopped
+no_job_left alice "$run"
+
+# Claims: one on either slice stops a multi-slice stage; the multi-slice pod
+# itself is claimed through its slices.
+expect_exit 0 tpurun_as bob claim slice-b --for 1h --note "slice test"
+expect_exit 2 tpurun_as alice -C "$proj" --pod ms stage -- true
+assert_contains "$ERR" "pod 'slice-b' is claimed by bob"
+expect_exit 2 tpurun_as bob claim ms --for 1h
+assert_contains "$ERR" "pod 'ms' is made of the slices slice-a, slice-b"
+expect_exit 0 tpurun_as bob release slice-b
+pass
