@@ -29,6 +29,7 @@ chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
 FAKEPOD_CONFIG=$cfg  # tpurun_as (and gang_lib's helpers) use this config
 proj=$(make_project alice msproj)
+rm -rf "$FAKEPOD_NFS/logs/alice/msproj"  # runs of an earlier pass
 # run_of: the run id that stage printed on stderr.
 run_of() { sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR"; }
 
@@ -118,6 +119,19 @@ assert_eq "$(run_field alice "$run" '" ".join(sorted(set(w["state"] for w in r["
 no_job_left alice "$run"
 expect_exit 0 tpurun_as alice runs
 assert_contains "$OUT" "failed: w4 s1w0 exited 7 first"
+
+# --restarts relaunches every slice, with the same variables: the watcher
+# finds the slices again from run.json's pod.
+run=$(stage_detached alice "$proj" --pod slice-a,slice-b --restarts 1 -- sh -c \
+  'if [ "$TPURUN_ATTEMPT" = 1 ]; then if [ "$TPURUN_WORKER" = 6 ]; then exit 3; fi; exec python3 train.py --forever; fi
+   echo "attempt $TPURUN_ATTEMPT: $TPURUN_WORKER $MEGASCALE_SLICE_ID $TPURUN_SLICE_WORKER $MEGASCALE_COORDINATOR_ADDRESS"')
+wait_verdict alice "$run" succeeded
+assert_eq "$(run_field alice "$run" 'r["attempt"]')" "2"
+for i in 1 6; do
+  assert_contains "$(cat "$FAKEPOD_NFS/logs/alice/msproj/$run/worker$i.log")" \
+    "attempt 2: $i $((i / 4)) $((i % 4)) $(worker_ip 0):8080"
+done
+no_job_left alice "$run"
 
 # status and kill --run see the run as one gang across its slices; kill --run
 # without --pod (the default pod is slice-a alone) reaches slice-b too.
