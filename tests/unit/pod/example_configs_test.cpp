@@ -50,5 +50,16 @@ TEST(ExampleConfigsTest, GcloudConfigParses) {
   EXPECT_EQ(pod.ssh.identity_file, "/home/alice/.ssh/google_compute_engine");
 }
 
+TEST(ExampleConfigsTest, MultisliceConfigParses) {
+  ASSERT_TRUE(fs::exists(example("multislice.jsonc")));
+  ConfigFile config = parse_example("multislice.jsonc");
+  const PodConfig& pod = config.pods.at("v4-ab");
+  ASSERT_EQ(pod.slices.size(), 2u);
+  EXPECT_EQ(pod.slices[0].pod, "v4-a");
+  ASSERT_TRUE(pod.slices[1].gcloud.has_value());
+  EXPECT_EQ(pod.slices[1].gcloud->name, "kmh-tpuvm-v4-32-b");
+  EXPECT_EQ(pod.megascale_port, 8080);
+}
+
 }  // namespace
 }  // namespace tpurun
