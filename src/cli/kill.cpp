@@ -8,9 +8,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <ctime>
 #include <filesystem>
+#include <set>
 
 #include "cli/identity.hpp"
 #include "cli/kill_audit.hpp"
@@ -53,8 +55,8 @@ first, SIGKILL after --grace; then the worker is scanned again.
 --run without --pod acts on the pod the run was started on (all the slices of
 a multi-slice run).
 
-Runs: the watcher of the run (--run), or of every active run of yours when
-you kill on all workers, is stopped first, so the run ends as "stopped" and is
+Runs: the watcher of the run (--run), or of every active run of yours on the
+pod (or on some of its hosts) when you kill on all its workers, is stopped first, so the run ends as "stopped" and is
 not restarted. Killing part of a run's workers counts as that run failing.
 
 Never killed: other users' processes. They are listed with user, pid, age and
@@ -95,6 +97,16 @@ void stop_watcher(const std::string& dir, LinePrinter& printer) {
   }
 }
 
+// Every worker of `run` is among `killed` (same host and port): a run started
+// under another name for the same hosts, such as --pod A,B for a "slices" pod.
+bool covers(const std::vector<Worker>& killed, const std::vector<Worker>& run) {
+  std::set<std::pair<std::string, int>> hosts;
+  for (const Worker& w : killed) hosts.emplace(w.host, w.port);
+  return !run.empty() && std::all_of(run.begin(), run.end(), [&](const Worker& w) {
+    return hosts.count({w.host, w.port}) > 0;
+  });
+}
+
 // kill --run RUN: that run's watcher. A kill of all your jobs on the whole
 // pod: the watchers of all your active runs on it.
 void stop_run_watchers(const Target& target, const std::string& run, LinePrinter& printer, Context& ctx) {
@@ -121,7 +133,8 @@ void stop_run_watchers(const Target& target, const std::string& run, LinePrinter
     auto state = read_run_state(dir);
     if (!state || is_final(state->verdict)) continue;
     try {
-      if (read_run_record(dir).pod == target.pod.name) stop_watcher(dir, printer);
+      const RunRecord record = read_run_record(dir);
+      if (record.pod == target.pod.name || covers(target.workers, record.workers)) stop_watcher(dir, printer);
     } catch (const std::exception&) {
     }
   }

@@ -154,6 +154,14 @@ assert_contains "$ERR" "run $run was started on pod 'ms': killing it there"
 wait_verdict alice "$run" stopped
 no_job_left alice "$run"
 
+# kill on every worker of the slices, under the other name of the same pod:
+# the run's watcher is told first, so the run ends stopped, not failed.
+run=$(stage_detached alice "$proj" --pod ms -- python3 train.py --forever)
+expect_exit 0 tpurun_as alice -C "$proj" --pod slice-a,slice-b kill --grace 2s
+wait_verdict alice "$run" stopped failed
+assert_eq "$(run_field alice "$run" 'r["verdict"]')" "stopped"
+no_job_left alice "$run"
+
 # Claims: one on either slice stops a multi-slice stage; the multi-slice pod
 # itself is claimed through its slices.
 expect_exit 0 tpurun_as bob claim slice-b --for 1h --note "slice test"
