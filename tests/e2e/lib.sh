@@ -168,6 +168,16 @@ worker_ip() {  # I
   printf '127.0.%d.%d\n' $((1 + $1 / 250)) $((1 + $1 % 250))
 }
 
+# carved_pod NAME FIRST LAST [LOGS_ROOT]: a config entry for a pod made of
+# workers FIRST..LAST of the simulator, on its shared mount (for tests that
+# need several pods: board, multi-slice).
+carved_pod() {
+  local ips="" i
+  for ((i = $2; i <= $3; i++)); do ips+="${ips:+, }\"$(worker_ip "$i")\""; done
+  printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }, "staging_root": "%s/staging", "logs_root": "%s" }' \
+    "$1" "$ips" "$FAKEPOD_NFS" "${4:-$FAKEPOD_NFS/logs}"
+}
+
 worker_hostname() {  # I
   echo "t1v-n-fakepod-w-$1"
 }

@@ -12,19 +12,13 @@ rm -rf "$board_dir"
 # Four pods carved out of the simulated one, all on the shared mount; board-a
 # comes last in the file, so --pod auto has to skip the others to reach it.
 cfg=$SCRATCH/board.json
-pod() {  # NAME FIRST LAST
-  local ips="" i
-  for ((i = $2; i <= $3; i++)); do ips+="${ips:+, }\"$(worker_ip "$i")\""; done
-  printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }, "staging_root": "%s/staging", "logs_root": "%s/logs" }' \
-    "$1" "$ips" "$FAKEPOD_NFS" "$FAKEPOD_NFS"
-}
 cat >"$cfg" <<JSON
 { "default_pod": "board-a",
   "pods": {
-    $(pod board-b 2 3),
-    $(pod board-c 4 5),
-    $(pod board-d 6 7),
-    $(pod board-a 0 1) } }
+    $(carved_pod board-b 2 3),
+    $(carved_pod board-c 4 5),
+    $(carved_pod board-d 6 7),
+    $(carved_pod board-a 0 1) } }
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"

@@ -11,18 +11,12 @@ board_dir=$FAKEPOD_NFS/logs/.board
 on_exit "rm -f '$board_dir'/slice-b.*.json"
 
 cfg=$SCRATCH/multislice.json
-pod() {  # NAME FIRST LAST [LOGS_ROOT]
-  local ips="" i
-  for ((i = $2; i <= $3; i++)); do ips+="${ips:+, }\"$(worker_ip "$i")\""; done
-  printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }, "staging_root": "%s/staging", "logs_root": "%s" }' \
-    "$1" "$ips" "$FAKEPOD_NFS" "${4:-$FAKEPOD_NFS/logs}"
-}
 cat >"$cfg" <<JSON
 { "default_pod": "slice-a",
   "pods": {
-    $(pod slice-a 0 3),
-    $(pod slice-b 4 7),
-    $(pod odd-logs 0 1 "$FAKEPOD_NFS/elsewhere"),
+    $(carved_pod slice-a 0 3),
+    $(carved_pod slice-b 4 7),
+    $(carved_pod odd-logs 0 1 "$FAKEPOD_NFS/elsewhere"),
     "ms": { "slices": ["slice-a", "slice-b"], "megascale_port": 8476 } } }
 JSON
 chmod 644 "$cfg"

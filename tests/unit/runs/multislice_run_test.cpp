@@ -66,14 +66,19 @@ TEST(SliceLaunchTest, SingleSliceJobsGetNoMegascaleVariables) {
   EXPECT_THAT(script, Not(HasSubstr("TPURUN_SLICE")));
 }
 
+RunRecord record(const std::string& pod, const std::string& log_dir) {
+  RunRecord r;
+  r.run_id = "20250101_000000_abcdef_" + pod;
+  r.user = "alice";
+  r.pod = pod;
+  r.command = {"true"};
+  r.log_dir = log_dir;
+  return r;
+}
+
 TEST(SliceRecordTest, RunJsonKeepsTheSlicesForRestarts) {
   testing::TempDir tmp;
-  RunRecord r;
-  r.run_id = "20250101_000000_abcdef_a-b";
-  r.user = "alice";
-  r.pod = "a,b";
-  r.command = {"true"};
-  r.log_dir = tmp.path();
+  RunRecord r = record("a,b", tmp.path());
   r.workers = {slice_worker(0, 0, 0, "10.0.0.2"), slice_worker(1, 1, 0, "10.0.1.2")};
   r.slices = {"a", "b"};
   r.megascale = MultiSlice{2, "10.0.0.2", 8476};
@@ -90,12 +95,7 @@ TEST(SliceRecordTest, RunJsonKeepsTheSlicesForRestarts) {
 
 TEST(SliceRecordTest, SingleSliceRunJsonIsUnchanged) {
   testing::TempDir tmp;
-  RunRecord r;
-  r.run_id = "20250101_000000_abcdef_sim";
-  r.user = "alice";
-  r.pod = "sim";
-  r.command = {"true"};
-  r.log_dir = tmp.path();
+  RunRecord r = record("sim", tmp.path());
   r.workers = {Worker{0, "10.0.0.2", 22}};
   write_run_record(r, "");
   const RunRecord back = read_run_record(tmp.path());
