@@ -41,5 +41,23 @@ TEST(RestartBlockers, AnUnreachableWorkerIsWaitedFor) {
   EXPECT_TRUE(gcloud.calls.empty());
 }
 
+TEST(RestartBlockers, EverySliceOfAMultiSlicePodMustBeReady) {
+  // Given a multi-slice pod of two gcloud slices; the fake says PREEMPTED to every describe
+  PodConfig pod;
+  pod.slices = {Slice{"a", GcloudSpec{"tpu-a", "z", "", true}, 0, 1},
+                Slice{"b", GcloudSpec{"tpu-b", "z", "", true}, 1, 1}};
+  testing::FakeProcessRunner gcloud;
+  gcloud.next = {0, R"({"state": "PREEMPTED"})", ""};
+  testing::ScriptedTransport transport([](int, const RemoteCommand&) { return testing::ScriptedReply{}; });
+  // Then the first slice's TPU VM is waited for
+  EXPECT_EQ(restart_blockers(two_workers(), pod, transport, gcloud, 8, CancelToken()), "TPU VM tpu-a is PREEMPTED");
+  // and once the VMs are READY, the second slice's is asked too
+  gcloud.next = {0, R"({"state": "READY"})", ""};
+  EXPECT_EQ(restart_blockers(two_workers(), pod, transport, gcloud, 8, CancelToken()).find("tpu-b"),
+            std::string::npos);
+  ASSERT_EQ(gcloud.calls.size(), 3u);
+  EXPECT_EQ(gcloud.calls[2].argv, gcloud_describe_argv(*pod.slices[1].gcloud));
+}
+
 }  // namespace
 }  // namespace tpurun
