@@ -129,7 +129,8 @@ job across the pods A and B, each a slice, as one gang. Workers are numbered
 across the slices (TPURUN_WORKER, workerN.log; shown as [w5 s1w1 HOST]) and
 each job also gets MEGASCALE_COORDINATOR_ADDRESS (slice 0's worker 0),
 MEGASCALE_NUM_SLICES, MEGASCALE_SLICE_ID, MEGASCALE_PORT, TPURUN_SLICE,
-TPURUN_SLICE_WORKER and TPURUN_NUM_SLICES; see docs/multislice.md.
+TPURUN_SLICE_WORKER and TPURUN_NUM_SLICES (--env may not set those four
+MEGASCALE_* variables; --megascale-port sets the port); see docs/multislice.md.
 
 --pod auto picks the first pod in config order that is free on every worker
 and not claimed by another user (--pod 'v4-32*' limits the choice), and says
