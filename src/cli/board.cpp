@@ -1,14 +1,14 @@
-// tpurun status --all: every pod's workers scanned at once (one thread per
-// pod, each pod's own SSH settings and fan-out), a line per pod as it answers.
+// tpurun status --all: a pod's state from its workers' verdicts, its line and
+// its JSON record; every pod's line printed as the pod answers (board_scan.cpp).
 #include "cli/board.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <mutex>
-#include <thread>
 
+#include "cli/board_scan.hpp"
+#include "cli/board_watch.hpp"
 #include "cli/claim_check.hpp"
 #include "cli/report.hpp"
 #include "cli/tpu_view.hpp"
@@ -109,71 +109,30 @@ nlohmann::json board_entry_to_json(const BoardEntry& e, WallClock::time_point no
           {"error", e.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.error)}};
 }
 
-int run_status_all(const StatusOptions& o, Context& ctx) {
-  if (o.target.workers != "all") throw UsageError("--all scans every worker of every pod: drop --worker");
-  ConfigFile config = load_board_config(ctx);
-  std::vector<BoardEntry> entries;
-  std::vector<PodConfig> pods;
-  std::vector<std::unique_ptr<Transport>> transports;
-  size_t width = 0;
-  for (const auto& [name, _] : config.pods) {  // loaded one by one: gcloud lookups and transports are not threaded
-    BoardEntry entry;
-    entry.pod = name;
-    width = std::max(width, name.size());
-    PodRequest request = ctx.pod_request;
-    request.pod = name;
-    PodConfig pod;
-    try {
-      pod = load_pod(request, ctx.env, ctx.processes);
-      transports.push_back(ctx.make_transport(pod));
-    } catch (const std::exception& e) {
-      entry.state = "error";
-      entry.error = e.what();
-      transports.push_back(nullptr);
-    }
-    entries.push_back(std::move(entry));
-    pods.push_back(std::move(pod));
-  }
-  const auto now = WallClock::now();
-  std::mutex mu;
-  auto report = [&](const BoardEntry& e) {
-    std::lock_guard lock(mu);
-    if (o.json) return;
-    fmt::print(ctx.out, "{}\n", format_board_line(e, now, width));
-    std::fflush(ctx.out);
-  };
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (!transports[i]) {
-      report(entries[i]);
-      continue;
-    }
-    threads.emplace_back([&, i] {
-      BoardEntry& e = entries[i];
-      std::vector<std::string> warnings;
-      try {
-        if (!pods[i].logs_root.empty()) e.claim = Board(pods[i].logs_root).holder(e.pod, now, &warnings);
-      } catch (const std::exception& ex) {
-        warnings.push_back(fmt::format("claims of pod '{}': {}", e.pod, ex.what()));
-      }
-      e.workers = scan_workers(pods[i].workers, *transports[i], o.target.fanout, ctx.cancel, pods[i].device_globs);
-      e.state = pod_state(e.workers);
-      e.holders = pod_holders(e.workers);
-      std::lock_guard lock(mu);
-      for (const std::string& w : warnings) fmt::print(ctx.err, "tpurun: warning: {}\n", w);
-      if (!o.json) fmt::print(ctx.out, "{}\n", format_board_line(e, now, width));
-      std::fflush(ctx.out);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  if (o.json) {
-    nlohmann::json doc{{"pods", nlohmann::json::array()}};
-    for (const BoardEntry& e : entries) doc["pods"].push_back(board_entry_to_json(e, now));
-    print_json(ctx.out, doc);
-  }
-  if (ctx.cancel.cancelled()) return 130;
+nlohmann::json board_to_json(const std::vector<BoardEntry>& entries, WallClock::time_point now) {
+  nlohmann::json doc{{"pods", nlohmann::json::array()}};
+  for (const BoardEntry& e : entries) doc["pods"].push_back(board_entry_to_json(e, now));
+  return doc;
+}
+
+int board_exit_code(const std::vector<BoardEntry>& entries, const CancelToken& cancel) {
+  if (cancel.cancelled()) return 130;
   bool any_error = std::any_of(entries.begin(), entries.end(), [](const BoardEntry& e) { return e.state == "error"; });
   return any_error ? 1 : 0;
+}
+
+int run_status_all(const StatusOptions& o, Context& ctx) {
+  if (o.target.workers != "all") throw UsageError("--all scans every worker of every pod: drop --worker");
+  if (o.watch) return run_board_watch(o, ctx);
+  BoardScanner scanner(ctx, o.target.fanout, false);
+  const auto now = WallClock::now();
+  auto entries = scanner.scan(ctx.cancel, now, [&](size_t, const BoardEntry& e) {
+    for (const std::string& w : e.warnings) fmt::print(ctx.err, "tpurun: warning: {}\n", w);
+    if (!o.json) fmt::print(ctx.out, "{}\n", format_board_line(e, now, scanner.name_width()));
+    std::fflush(ctx.out);
+  });
+  if (o.json) print_json(ctx.out, board_to_json(entries, now));
+  return board_exit_code(entries, ctx.cancel);
 }
 
 }  // namespace tpurun::cli

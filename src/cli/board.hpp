@@ -29,6 +29,7 @@ struct BoardEntry {
   std::optional<Claim> claim;
   std::vector<WorkerScanResult> workers;
   std::string error;  // the pod could not be loaded or scanned at all
+  std::vector<std::string> warnings;  // e.g. a claim file that counts for nothing
 };
 
 // free: every worker free. busy: every worker held (by anyone, or a stale
@@ -40,6 +41,11 @@ std::vector<BoardHolder> pod_holders(const std::vector<WorkerScanResult>& worker
 // "board-b   busy         bob: python3 train.py [run X] on w[0-1], 2m   claim: bob, 59m left (...): note"
 std::string format_board_line(const BoardEntry& entry, WallClock::time_point now, size_t name_width);
 nlohmann::json board_entry_to_json(const BoardEntry& entry, WallClock::time_point now);
+
+// {"pods": [...]}: one record per entry.
+nlohmann::json board_to_json(const std::vector<BoardEntry>& entries, WallClock::time_point now);
+// 130 after Ctrl-C, 1 when a pod is in state `error`, else 0.
+int board_exit_code(const std::vector<BoardEntry>& entries, const CancelToken& cancel);
 
 int run_status_all(const StatusOptions& options, Context& ctx);
 
