@@ -4,6 +4,7 @@
 # it; status --all shows every pod's state with its claim; a forged claim file counts for nothing; two users claiming the same pod
 # at once get exactly one winner.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/board_lib.sh"
 require_tpurun
 board_dir=$FAKEPOD_NFS/logs/.board
 on_exit "rm -rf '$board_dir'"
@@ -12,31 +13,16 @@ rm -rf "$board_dir"
 # Four pods carved out of the simulated one, all on the shared mount; board-a
 # comes last in the file, so --pod auto has to skip the others to reach it.
 cfg=$SCRATCH/board.json
-pod() {  # NAME FIRST LAST
-  local ips="" i
-  for ((i = $2; i <= $3; i++)); do ips+="${ips:+, }\"$(worker_ip "$i")\""; done
-  printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }, "staging_root": "%s/staging", "logs_root": "%s/logs" }' \
-    "$1" "$ips" "$FAKEPOD_NFS" "$FAKEPOD_NFS"
-}
 cat >"$cfg" <<JSON
 { "default_pod": "board-a",
   "pods": {
-    $(pod board-b 2 3),
-    $(pod board-c 4 5),
-    $(pod board-d 6 7),
-    $(pod board-a 0 1) } }
+    $(board_pod board-b 2 3),
+    $(board_pod board-c 4 5),
+    $(board_pod board-d 6 7),
+    $(board_pod board-a 0 1) } }
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
-b() {  # U [-C DIR] ARGS...: tpurun --config $cfg ARGS... as user U
-  local u=$1 cd=()
-  shift
-  if [[ ${1:-} == -C ]]; then
-    cd=(-C "$2")
-    shift 2
-  fi
-  as_user "$u" "${cd[@]+"${cd[@]}"}" "$TPURUN" --config "$cfg" "$@"
-}
 proj=$(make_project alice proj)
 
 # Bad input: clear errors, nothing created.
