@@ -17,7 +17,9 @@
 # and prints the medians and all / sequential (target <= 0.3).
 # Last, `status --all --watch 1` piped: the tpurun process's CPU (utime +
 # stime from /proc) over REFRESHES refreshes after the first, per refresh,
-# next to the CPU of one `status --all` (which connects afresh).
+# next to the CPU of one `status --all` (which connects afresh); and with
+# `--watch 100ms` (refreshes back to back) the wall time of a refresh on the
+# kept connections.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -139,22 +141,34 @@ wait_blocks() {  # N
   echo "--watch did not reach $1 refreshes" >&2
   exit 1
 }
-setsid bash -c 'echo $$ >"$0"; exec "$@"' "$work/watch.pid" setpriv --reuid=alice --regid="$(id -g alice)" \
-  --init-groups -- env -i HOME="$home" USER=alice PATH=/usr/bin:/bin "$bin" --config "$work/board.json" \
-  status --all --watch 1 >"$work/watch.out" 2>&1 </dev/null &
-for _ in $(seq 100); do [[ -s $work/watch.pid ]] && break; sleep 0.05; done
-watch_pid=$(cat "$work/watch.pid")
+start_watch() {  # INTERVAL
+  rm -f "$work/watch.pid"
+  setsid bash -c 'echo $$ >"$0"; exec "$@"' "$work/watch.pid" setpriv --reuid=alice --regid="$(id -g alice)" \
+    --init-groups -- env -i HOME="$home" USER=alice PATH=/usr/bin:/bin "$bin" --config "$work/board.json" \
+    status --all --watch "$1" >"$work/watch.out" 2>&1 </dev/null &
+  for _ in $(seq 100); do [[ -s $work/watch.pid ]] && break; sleep 0.05; done
+  watch_pid=$(cat "$work/watch.pid")
+}
+start_watch 1
 wait_blocks 2 # the first refresh (connections made) is done
 t0=$(ticks)
 wait_blocks $((2 + REFRESHES))
 t1=$(ticks)
 kill "$watch_pid"
 watch_pid=""
+# Wall time of a refresh on kept connections: back to back (100ms apart at most).
+start_watch 100ms
+wait_blocks 2
+w0=$(date +%s%N)
+wait_blocks $((2 + REFRESHES))
+w1=$(date +%s%N)
+kill "$watch_pid"
+watch_pid=""
 hz=$(getconf CLK_TCK)
 
-python3 - "$results" "$PODS" "$PER_POD" "$cpu_once" "$t0" "$t1" "$hz" "$REFRESHES" <<'PY'
+python3 - "$results" "$PODS" "$PER_POD" "$cpu_once" "$t0" "$t1" "$hz" "$REFRESHES" "$w0" "$w1" <<'PY'
 import statistics, sys
-res, pods, per, cpu_once, t0, t1, hz, n = sys.argv[1:]
+res, pods, per, cpu_once, t0, t1, hz, n, w0, w1 = sys.argv[1:]
 times = {}
 for line in open(res):
     label, us = line.split()
@@ -170,4 +184,7 @@ print(f"status --all / one pod of all {int(pods) * int(per)} workers = {med['all
 per_refresh = (int(t1) - int(t0)) / int(hz) / int(n) * 1000
 print(f"--watch 1: client CPU {per_refresh:.1f}ms per refresh (over {n} refreshes, connections kept); "
       f"one status --all: {float(cpu_once) * 1000:.0f}ms")
+wall = (int(w1) - int(w0)) / 1e9 / int(n)
+print(f"--watch refresh wall time, connections kept: {wall:.3f}s  "
+      f"(/ status --all {wall / med['all']:.2f}, / {pods} sequential status {wall / med['sequential']:.2f})")
 PY

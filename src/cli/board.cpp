@@ -68,9 +68,14 @@ std::vector<BoardHolder> pod_holders(const std::vector<WorkerScanResult>& worker
   return out;
 }
 
+std::string board_label(const BoardEntry& e) {
+  return e.accelerator.empty() ? e.pod : fmt::format("{} ({})", e.pod, e.accelerator);
+}
+
 std::string format_board_line(const BoardEntry& e, WallClock::time_point now, size_t name_width) {
-  std::string line = fmt::format("{:<{}}  {:<13}", e.pod, name_width, e.state);
+  std::string line = fmt::format("{:<{}}  {:<13}", board_label(e), name_width, e.state);
   std::vector<std::string> parts;
+  if (!e.gcloud_state.empty() && e.gcloud_state != "READY") parts.push_back("gcloud: " + e.gcloud_state);
   for (const BoardHolder& h : e.holders) {
     parts.push_back(fmt::format("{}: {}{} on {}, {}", h.user, truncate_text(h.command, 40),
                                 h.run_id ? " [run " + *h.run_id + "]" : "", compact_worker_set(h.workers),
@@ -101,12 +106,15 @@ nlohmann::json board_entry_to_json(const BoardEntry& e, WallClock::time_point no
   }
   nlohmann::json workers = nlohmann::json::array();
   for (const WorkerScanResult& r : e.workers) workers.push_back(scan_result_to_json(r));
+  auto text_or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
   return {{"pod", e.pod},
+          {"accelerator_type", text_or_null(e.accelerator)},
+          {"gcloud_state", text_or_null(e.gcloud_state)},
           {"state", e.state},
           {"holders", holders},
           {"claim", claim_json(e.claim, now)},
           {"workers", workers},
-          {"error", e.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.error)}};
+          {"error", text_or_null(e.error)}};
 }
 
 nlohmann::json board_to_json(const std::vector<BoardEntry>& entries, WallClock::time_point now) {

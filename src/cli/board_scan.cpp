@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cli/board_gcloud.hpp"
 #include "cli/claim_check.hpp"
 #include "tpurun/kept_connections.hpp"
 
@@ -15,8 +16,11 @@ namespace tpurun::cli {
 
 struct BoardScanner::Pod {
   std::string name;
+  std::string accelerator;
+  std::string gcloud_state;
+  bool listed = false;  // by board.gcloud: loaded once, not from the config
   PodConfig config;
-  std::unique_ptr<Transport> transport;  // null: could not be loaded
+  std::unique_ptr<Transport> transport;  // null: could not be loaded (or not READY)
   std::string error;
 };
 
@@ -24,11 +28,26 @@ BoardScanner::BoardScanner(Context& ctx, int fanout, bool keep_connections)
     : ctx_(ctx), fanout_(fanout), keep_(keep_connections) {
   ConfigFile config = load_board_config(ctx);
   for (const auto& [name, _] : config.pods) {
-    names_.push_back(name);
-    width_ = std::max(width_, name.size());
     pods_.push_back(std::make_unique<Pod>());
     pods_.back()->name = name;
     load(*pods_.back());
+  }
+  for (ListedTpu& tpu : list_board_tpus(config, ctx.processes)) {
+    auto pod = std::make_unique<Pod>();
+    pod->name = tpu.name;
+    pod->accelerator = tpu.accelerator;
+    pod->gcloud_state = tpu.state;
+    pod->listed = true;
+    pod->error = tpu.error;
+    if (tpu.pod) {
+      pod->config = std::move(*tpu.pod);
+      attach_transport(*pod);
+    }
+    pods_.push_back(std::move(pod));
+  }
+  for (const auto& pod : pods_) {
+    names_.push_back(pod->name);
+    width_ = std::max(width_, pod->name.size() + (pod->accelerator.empty() ? 0 : pod->accelerator.size() + 3));
   }
 }
 
@@ -39,13 +58,17 @@ void BoardScanner::load(Pod& pod) {
   request.pod = pod.name;
   try {
     pod.config = load_pod(request, ctx_.env, ctx_.processes);
-    pod.transport = ctx_.make_transport(pod.config);
-    if (keep_) pod.transport = std::make_unique<KeptConnections>(std::move(pod.transport));
-    pod.error.clear();
+    attach_transport(pod);
   } catch (const std::exception& e) {
     pod.transport.reset();
     pod.error = e.what();
   }
+}
+
+void BoardScanner::attach_transport(Pod& pod) {
+  pod.transport = ctx_.make_transport(pod.config);
+  if (keep_) pod.transport = std::make_unique<KeptConnections>(std::move(pod.transport));
+  pod.error.clear();
 }
 
 std::vector<BoardEntry> BoardScanner::scan(const CancelToken& cancel, WallClock::time_point now,
@@ -60,9 +83,11 @@ std::vector<BoardEntry> BoardScanner::scan(const CancelToken& cancel, WallClock:
   for (size_t i = 0; i < pods_.size(); ++i) {
     Pod& pod = *pods_[i];
     entries[i].pod = pod.name;
-    if (!pod.transport) load(pod);  // gcloud may answer this time
-    if (!pod.transport) {
-      entries[i].state = "error";
+    entries[i].accelerator = pod.accelerator;
+    entries[i].gcloud_state = pod.gcloud_state;
+    if (!pod.transport && !pod.listed) load(pod);  // gcloud may answer this time
+    if (!pod.transport) {  // a listed TPU VM that is not READY has no workers to scan
+      entries[i].state = pod.error.empty() ? "unreachable" : "error";
       entries[i].error = pod.error;
       answer(i);
       continue;

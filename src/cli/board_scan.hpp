@@ -14,8 +14,10 @@ namespace tpurun::cli {
 
 class BoardScanner {
  public:
-  // Loads every pod of the config (sequentially: gcloud lookups). A pod that
-  // cannot be loaded scans as `error`, and is loaded again on the next scan.
+  // Loads every pod of the config (sequentially: gcloud lookups), then lists
+  // board.gcloud's TPU VMs (once). A config pod that cannot be loaded scans
+  // as `error`, and is loaded again on the next scan; a listed TPU VM that is
+  // not READY scans as `unreachable` with its gcloud state.
   BoardScanner(Context& ctx, int fanout, bool keep_connections);
   ~BoardScanner();
 
@@ -30,6 +32,7 @@ class BoardScanner {
  private:
   struct Pod;
   void load(Pod& pod);
+  void attach_transport(Pod& pod);
 
   Context& ctx_;
   int fanout_;
