@@ -36,59 +36,58 @@ class ScriptedTransport : public Transport {
   };
 };
 
-Result<CommandExit, TransportError> use(KeptConnections& kept, std::string* out = nullptr) {
-  CancelToken cancel;
-  auto c = kept.connect({0, "10.0.0.1", 22}, cancel);
-  EXPECT_TRUE(c.ok());
-  CaptureSink sink;
-  auto r = (*c)->run({"scan", "", 0}, sink, cancel);
-  if (out) *out = sink.out;
-  return r;
+class KeptConnectionsTest : public ::testing::Test {
+ protected:
+  KeptConnectionsTest() {
+    auto inner = std::make_unique<ScriptedTransport>();
+    t = inner.get();
+    kept = std::make_unique<KeptConnections>(std::move(inner));
+  }
+  // One use: connect to worker 0, run the scan.
+  Result<CommandExit, TransportError> use(std::string* out = nullptr) {
+    CancelToken cancel;
+    auto c = kept->connect({0, "10.0.0.1", 22, ""}, cancel);
+    EXPECT_TRUE(c.ok());
+    CaptureSink sink;
+    auto r = (*c)->run({"scan", "", 0}, sink, cancel);
+    if (out) *out = sink.out;
+    return r;
+  }
+  ScriptedTransport* t = nullptr;
+  std::unique_ptr<KeptConnections> kept;
+};
+
+TEST_F(KeptConnectionsTest, LaterUsesShareTheFirstConnection) {
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(use().ok());
+  EXPECT_EQ(t->connects, 1);
+  EXPECT_EQ(t->runs, 3);
 }
 
-TEST(KeptConnectionsTest, LaterUsesShareTheFirstConnection) {
-  auto inner = std::make_unique<ScriptedTransport>();
-  ScriptedTransport& t = *inner;
-  KeptConnections kept(std::move(inner));
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(use(kept).ok());
-  EXPECT_EQ(t.connects, 1);
-  EXPECT_EQ(t.runs, 3);
-}
-
-TEST(KeptConnectionsTest, AStaleSessionIsReplacedAndTheCommandRunAgain) {
-  auto inner = std::make_unique<ScriptedTransport>();
-  ScriptedTransport& t = *inner;
-  KeptConnections kept(std::move(inner));
-  ASSERT_TRUE(use(kept).ok());
-  t.script = {"lost"};
+TEST_F(KeptConnectionsTest, AStaleSessionIsReplacedAndTheCommandRunAgain) {
+  ASSERT_TRUE(use().ok());
+  t->script = {"lost"};
   std::string out;
-  EXPECT_TRUE(use(kept, &out).ok());
+  EXPECT_TRUE(use(&out).ok());
   EXPECT_EQ(out, "scan");
-  EXPECT_EQ(t.connects, 2);
-  EXPECT_TRUE(use(kept).ok());
-  EXPECT_EQ(t.connects, 2);
+  EXPECT_EQ(t->connects, 2);
+  EXPECT_TRUE(use().ok());
+  EXPECT_EQ(t->connects, 2);
 }
 
-TEST(KeptConnectionsTest, AFreshConnectionsFailureIsTheAnswerAndTheNextUseReconnects) {
-  auto inner = std::make_unique<ScriptedTransport>();
-  ScriptedTransport& t = *inner;
-  KeptConnections kept(std::move(inner));
-  t.script = {"lost"};
-  EXPECT_FALSE(use(kept).ok());
-  EXPECT_EQ(t.connects, 1);
-  EXPECT_TRUE(use(kept).ok());
-  EXPECT_EQ(t.connects, 2);
+TEST_F(KeptConnectionsTest, AFreshConnectionsFailureIsTheAnswerAndTheNextUseReconnects) {
+  t->script = {"lost"};
+  EXPECT_FALSE(use().ok());
+  EXPECT_EQ(t->connects, 1);
+  EXPECT_TRUE(use().ok());
+  EXPECT_EQ(t->connects, 2);
 }
 
-TEST(KeptConnectionsTest, ACommandThatPrintedSomethingIsNotRunTwice) {
-  auto inner = std::make_unique<ScriptedTransport>();
-  ScriptedTransport& t = *inner;
-  KeptConnections kept(std::move(inner));
-  ASSERT_TRUE(use(kept).ok());
-  t.script = {"lost-after-output"};
-  EXPECT_FALSE(use(kept).ok());
-  EXPECT_EQ(t.runs, 2);
-  EXPECT_EQ(t.connects, 1);
+TEST_F(KeptConnectionsTest, ACommandThatPrintedSomethingIsNotRunTwice) {
+  ASSERT_TRUE(use().ok());
+  t->script = {"lost-after-output"};
+  EXPECT_FALSE(use().ok());
+  EXPECT_EQ(t->runs, 2);
+  EXPECT_EQ(t->connects, 1);
 }
 
 }  // namespace
