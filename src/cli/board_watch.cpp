@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <exception>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -93,21 +95,31 @@ int watch_terminal(const StatusOptions& o, Context& ctx, std::chrono::millisecon
       redraw();
     }
     std::atomic<bool> done{false};
+    std::exception_ptr failed;
+    auto on_entry = [&](size_t i, const BoardEntry& e) {
+      std::lock_guard lock(mu);
+      lines[i] = format_board_line(e, now, scanner.name_width());
+      for (const std::string& w : e.warnings) {
+        if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+      }
+      redraw();
+    };
     std::thread scan([&] {
-      scanner.scan(stop_token, now, [&](size_t i, const BoardEntry& e) {
-        std::lock_guard lock(mu);
-        lines[i] = format_board_line(e, now, scanner.name_width());
-        for (const std::string& w : e.warnings) {
-          if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
-        }
-        redraw();
-      });
+      try {
+        scanner.scan(stop_token, now, on_entry);
+      } catch (...) {
+        failed = std::current_exception();
+      }
       done = true;
     });
     while (!done) {  // keys and signals stay live while the pods answer
       if (term->wait_for_quit(kTick) || ctx.cancel.cancelled()) stop = quit = true;
     }
     scan.join();
+    if (failed) {
+      term.reset();  // the terminal back before the error is printed
+      std::rethrow_exception(failed);
+    }
     if (quit) break;
     {
       std::lock_guard lock(mu);

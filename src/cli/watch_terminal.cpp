@@ -48,9 +48,9 @@ class TtyTerminal : public WatchTerminal {
   }
 
   void draw(const std::vector<std::string>& lines) override {
-    size_ = query_size();
-    const size_t rows = size_.ws_row > 0 ? size_.ws_row : 24;
-    const size_t cols = size_.ws_col > 0 ? size_.ws_col : 80;
+    const winsize size = query_size();  // size_ is resized()'s: draw may run on another thread
+    const size_t rows = size.ws_row > 0 ? size.ws_row : 24;
+    const size_t cols = size.ws_col > 0 ? size.ws_col : 80;
     std::string frame = "\x1b[H";
     for (size_t i = 0; i < lines.size() && i < rows; ++i) {
       if (i > 0) frame += "\r\n";  // never after the last row: that would scroll
