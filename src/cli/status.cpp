@@ -172,7 +172,7 @@ CLI::App* register_status(CLI::App& app, StatusOptions& o) {
                   "Ctrl-C, redrawn in place on a terminal; otherwise a block per refresh after a timestamp "
                   "line, or with --json one JSON document per line")
       ->expected(0, 1)
-      ->type_name("INTERVAL");
+      ->type_name("[INTERVAL]");
   cmd->footer(R"(A process uses the TPU while it has a device file open (/dev/accel*, /dev/vfio/N).
 tpurun looks as root (sudo -n) so that it sees every user's processes; without
 passwordless sudo the view is partial and never reported as free.
