@@ -12,7 +12,7 @@
 namespace tpurun {
 
 // A Transport that wraps another and hands out its kept connection to the
-// same worker (host:port), made on first use. A connection that fails is
+// same worker (index, host and port), made on first use. A connection that fails is
 // dropped, so the next use reconnects. A command that fails with a broken
 // session (`channel`) on a connection made by an earlier use is run once more
 // on a fresh one: the worker rebooted or the idle session was cut. So use it

@@ -54,7 +54,8 @@ Result<std::unique_ptr<Connection>, TransportError> KeptConnections::connect(con
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard lock(mu_);
-    auto& kept = slots_[worker.host + ":" + std::to_string(worker.port)];
+    // By index too: a host listed twice gets two connections, never one shared by two threads.
+    auto& kept = slots_[std::to_string(worker.index) + "@" + worker.host + ":" + std::to_string(worker.port)];
     if (!kept) kept = std::make_shared<Slot>();
     slot = kept;
   }
