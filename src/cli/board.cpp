@@ -81,7 +81,11 @@ std::string format_board_line(const BoardEntry& e, WallClock::time_point now, si
                                 h.run_id ? " [run " + *h.run_id + "]" : "", compact_worker_set(h.workers),
                                 format_age(h.elapsed_s)));
   }
-  if (!e.error.empty()) parts.push_back(e.error);
+  if (!e.error.empty()) {  // one line per pod: gcloud's stderr comes after a newline
+    std::string error = e.error;
+    std::replace(error.begin(), error.end(), '\n', ' ');
+    parts.push_back(error);
+  }
   if (e.holders.empty() && e.error.empty()) {
     std::vector<int> down;
     for (const WorkerScanResult& r : e.workers) {

@@ -85,7 +85,7 @@ std::vector<BoardEntry> BoardScanner::scan(const CancelToken& cancel, WallClock:
     entries[i].pod = pod.name;
     entries[i].accelerator = pod.accelerator;
     entries[i].gcloud_state = pod.gcloud_state;
-    if (!pod.transport && !pod.listed) load(pod);  // gcloud may answer this time
+    if (!pod.transport && !pod.listed && scans_ > 0) load(pod);  // gcloud may answer this time
     if (!pod.transport) {  // a listed TPU VM that is not READY has no workers to scan
       entries[i].state = pod.error.empty() ? "unreachable" : "error";
       entries[i].error = pod.error;
@@ -107,6 +107,7 @@ std::vector<BoardEntry> BoardScanner::scan(const CancelToken& cancel, WallClock:
     });
   }
   for (std::thread& t : threads) t.join();
+  ++scans_;
   return entries;
 }
 

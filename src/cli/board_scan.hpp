@@ -40,6 +40,7 @@ class BoardScanner {
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<Pod>> pods_;
   size_t width_ = 0;
+  int scans_ = 0;
 };
 
 }  // namespace tpurun::cli

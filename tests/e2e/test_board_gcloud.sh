@@ -62,12 +62,25 @@ assert_contains "$OUT" "team-v4 (v4-16)  partial      bob: python3 train.py"
 assert_contains "$OUT" "old-v4 (v4-8)    unreachable  gcloud: PREEMPTED"
 assert_eq "$(grep -c '^board-a ' <<<"$OUT")" "1" "board-a once: $OUT"
 
-# gcloud failing: an error line per zone, the config's pods as usual.
-AS_USER_ENV="GCLOUD_STUB_FAIL=quota-exceeded" expect_exit 1 b alice status --all
+# gcloud failing: an error line per zone and for the config's gcloud pod
+# (asked once), the other pods as usual.
+cfg=$SCRATCH/board2.json
+cat >"$cfg" <<JSON
+{ "pods": {
+    $(board_pod board-a 0 1),
+    "g": { "gcloud": { "name": "sim-tpu", "zone": "us-central2-b" }, "ssh": $ssh_json,
+           "staging_root": "$FAKEPOD_NFS/staging", "logs_root": "$FAKEPOD_NFS/logs" } },
+  "board": { "gcloud": { "project": "sim-proj", "zones": ["us-central2-b", "europe-west4-a"] } } }
+JSON
+chmod 644 "$cfg"
+: >"$log"
+AS_USER_ENV="GCLOUD_STUB_FAIL=quota-exceeded GCLOUD_STUB_LOG=$log" expect_exit 1 b alice status --all
 assert_contains "$OUT" "gcloud:us-central2-b"
 assert_contains "$OUT" "error        \`gcloud compute tpus tpu-vm list --zone us-central2-b\` failed: ERROR: (gcloud.compute.tpus.tpu-vm.list) quota-exceeded"
-assert_contains "$OUT" "board-a"
+grep -q '^g  *error .*quota-exceeded' <<<"$OUT" || fail "pod g: $OUT"
 grep -q '^board-a  *free' <<<"$OUT" || fail "board-a not free: $OUT"
+assert_eq "$(grep -c 'tpu-vm describe sim-tpu' "$log")" "1" "describe once: $(cat "$log")"
+assert_eq "$(grep -c 'tpu-vm list' "$log")" "2" "a list per zone: $(cat "$log")"
 
 # Config mistakes, at file:line.
 bad=$SCRATCH/bad.json
