@@ -29,11 +29,21 @@ class ConfigError : public std::runtime_error {
   int column_ = 0;
 };
 
+// board.gcloud: the TPU VMs that `status --all` lists besides the config's
+// pods, from `gcloud compute tpus tpu-vm list --project P --zone Z`.
+struct BoardGcloud {
+  std::string project;
+  std::vector<std::string> zones;
+  bool internal_ip = true;
+  SshSettings ssh;  // how to reach their workers (gcloud pods' defaults, then board.gcloud.ssh)
+};
+
 struct ConfigFile {
   std::string path;
   std::string default_pod;
   std::map<std::string, PodConfig> pods;  // gcloud pods have no workers yet
   std::vector<std::string> order;         // pod names in file order, by line (--pod auto picks the first free)
+  std::optional<BoardGcloud> board_gcloud;
 };
 
 // Parses the text of a config file. `path` is only used in error messages.

@@ -1,14 +1,14 @@
-// tpurun status --all: every pod's workers scanned at once (one thread per
-// pod, each pod's own SSH settings and fan-out), a line per pod as it answers.
+// tpurun status --all: a pod's state from its workers' verdicts, its line and
+// its JSON record; every pod's line printed as the pod answers (board_scan.cpp).
 #include "cli/board.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <mutex>
-#include <thread>
 
+#include "cli/board_scan.hpp"
+#include "cli/board_watch.hpp"
 #include "cli/claim_check.hpp"
 #include "cli/report.hpp"
 #include "cli/tpu_view.hpp"
@@ -68,15 +68,24 @@ std::vector<BoardHolder> pod_holders(const std::vector<WorkerScanResult>& worker
   return out;
 }
 
+std::string board_label(const BoardEntry& e) {
+  return e.accelerator.empty() ? e.pod : fmt::format("{} ({})", e.pod, e.accelerator);
+}
+
 std::string format_board_line(const BoardEntry& e, WallClock::time_point now, size_t name_width) {
-  std::string line = fmt::format("{:<{}}  {:<13}", e.pod, name_width, e.state);
+  std::string line = fmt::format("{:<{}}  {:<13}", board_label(e), name_width, e.state);
   std::vector<std::string> parts;
+  if (!e.gcloud_state.empty() && e.gcloud_state != "READY") parts.push_back("gcloud: " + e.gcloud_state);
   for (const BoardHolder& h : e.holders) {
     parts.push_back(fmt::format("{}: {}{} on {}, {}", h.user, truncate_text(h.command, 40),
                                 h.run_id ? " [run " + *h.run_id + "]" : "", compact_worker_set(h.workers),
                                 format_age(h.elapsed_s)));
   }
-  if (!e.error.empty()) parts.push_back(e.error);
+  if (!e.error.empty()) {  // one line per pod: gcloud's stderr comes after a newline
+    std::string error = e.error;
+    std::replace(error.begin(), error.end(), '\n', ' ');
+    parts.push_back(error);
+  }
   if (e.holders.empty() && e.error.empty()) {
     std::vector<int> down;
     for (const WorkerScanResult& r : e.workers) {
@@ -101,79 +110,41 @@ nlohmann::json board_entry_to_json(const BoardEntry& e, WallClock::time_point no
   }
   nlohmann::json workers = nlohmann::json::array();
   for (const WorkerScanResult& r : e.workers) workers.push_back(scan_result_to_json(r));
+  auto text_or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
   return {{"pod", e.pod},
+          {"accelerator_type", text_or_null(e.accelerator)},
+          {"gcloud_state", text_or_null(e.gcloud_state)},
           {"state", e.state},
           {"holders", holders},
           {"claim", claim_json(e.claim, now)},
           {"workers", workers},
-          {"error", e.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.error)}};
+          {"error", text_or_null(e.error)}};
+}
+
+nlohmann::json board_to_json(const std::vector<BoardEntry>& entries, WallClock::time_point now) {
+  nlohmann::json doc{{"pods", nlohmann::json::array()}};
+  for (const BoardEntry& e : entries) doc["pods"].push_back(board_entry_to_json(e, now));
+  return doc;
+}
+
+int board_exit_code(const std::vector<BoardEntry>& entries, const CancelToken& cancel) {
+  if (cancel.cancelled()) return 130;
+  bool any_error = std::any_of(entries.begin(), entries.end(), [](const BoardEntry& e) { return e.state == "error"; });
+  return any_error ? 1 : 0;
 }
 
 int run_status_all(const StatusOptions& o, Context& ctx) {
   if (o.target.workers != "all") throw UsageError("--all scans every worker of every pod: drop --worker");
-  ConfigFile config = load_board_config(ctx);
-  std::vector<BoardEntry> entries;
-  std::vector<PodConfig> pods;
-  std::vector<std::unique_ptr<Transport>> transports;
-  size_t width = 0;
-  for (const auto& [name, _] : config.pods) {  // loaded one by one: gcloud lookups and transports are not threaded
-    BoardEntry entry;
-    entry.pod = name;
-    width = std::max(width, name.size());
-    PodRequest request = ctx.pod_request;
-    request.pod = name;
-    PodConfig pod;
-    try {
-      pod = load_pod(request, ctx.env, ctx.processes);
-      transports.push_back(ctx.make_transport(pod));
-    } catch (const std::exception& e) {
-      entry.state = "error";
-      entry.error = e.what();
-      transports.push_back(nullptr);
-    }
-    entries.push_back(std::move(entry));
-    pods.push_back(std::move(pod));
-  }
+  if (o.watch) return run_board_watch(o, ctx);
+  BoardScanner scanner(ctx, o.target.fanout, false);
   const auto now = WallClock::now();
-  std::mutex mu;
-  auto report = [&](const BoardEntry& e) {
-    std::lock_guard lock(mu);
-    if (o.json) return;
-    fmt::print(ctx.out, "{}\n", format_board_line(e, now, width));
+  auto entries = scanner.scan(ctx.cancel, now, [&](size_t, const BoardEntry& e) {
+    for (const std::string& w : e.warnings) fmt::print(ctx.err, "tpurun: warning: {}\n", w);
+    if (!o.json) fmt::print(ctx.out, "{}\n", format_board_line(e, now, scanner.name_width()));
     std::fflush(ctx.out);
-  };
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (!transports[i]) {
-      report(entries[i]);
-      continue;
-    }
-    threads.emplace_back([&, i] {
-      BoardEntry& e = entries[i];
-      std::vector<std::string> warnings;
-      try {
-        if (!pods[i].logs_root.empty()) e.claim = Board(pods[i].logs_root).holder(e.pod, now, &warnings);
-      } catch (const std::exception& ex) {
-        warnings.push_back(fmt::format("claims of pod '{}': {}", e.pod, ex.what()));
-      }
-      e.workers = scan_workers(pods[i].workers, *transports[i], o.target.fanout, ctx.cancel, pods[i].device_globs);
-      e.state = pod_state(e.workers);
-      e.holders = pod_holders(e.workers);
-      std::lock_guard lock(mu);
-      for (const std::string& w : warnings) fmt::print(ctx.err, "tpurun: warning: {}\n", w);
-      if (!o.json) fmt::print(ctx.out, "{}\n", format_board_line(e, now, width));
-      std::fflush(ctx.out);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  if (o.json) {
-    nlohmann::json doc{{"pods", nlohmann::json::array()}};
-    for (const BoardEntry& e : entries) doc["pods"].push_back(board_entry_to_json(e, now));
-    print_json(ctx.out, doc);
-  }
-  if (ctx.cancel.cancelled()) return 130;
-  bool any_error = std::any_of(entries.begin(), entries.end(), [](const BoardEntry& e) { return e.state == "error"; });
-  return any_error ? 1 : 0;
+  });
+  if (o.json) print_json(ctx.out, board_to_json(entries, now));
+  return board_exit_code(entries, ctx.cancel);
 }
 
 }  // namespace tpurun::cli

@@ -24,11 +24,14 @@ struct BoardHolder {
 
 struct BoardEntry {
   std::string pod;
+  std::string accelerator;   // e.g. "v4-32", when known (board.gcloud)
+  std::string gcloud_state;  // READY, PREEMPTED, ... for TPU VMs listed by board.gcloud
   std::string state;  // free, busy, partial, unreachable, error
   std::vector<BoardHolder> holders;
   std::optional<Claim> claim;
   std::vector<WorkerScanResult> workers;
   std::string error;  // the pod could not be loaded or scanned at all
+  std::vector<std::string> warnings;  // e.g. a claim file that counts for nothing
 };
 
 // free: every worker free. busy: every worker held (by anyone, or a stale
@@ -37,9 +40,16 @@ struct BoardEntry {
 std::string pod_state(const std::vector<WorkerScanResult>& workers);
 std::vector<BoardHolder> pod_holders(const std::vector<WorkerScanResult>& workers);
 
+// The name column: "board-b", or "sim-tpu (v4-64)" when the type is known.
+std::string board_label(const BoardEntry& entry);
 // "board-b   busy         bob: python3 train.py [run X] on w[0-1], 2m   claim: bob, 59m left (...): note"
 std::string format_board_line(const BoardEntry& entry, WallClock::time_point now, size_t name_width);
 nlohmann::json board_entry_to_json(const BoardEntry& entry, WallClock::time_point now);
+
+// {"pods": [...]}: one record per entry.
+nlohmann::json board_to_json(const std::vector<BoardEntry>& entries, WallClock::time_point now);
+// 130 after Ctrl-C, 1 when a pod is in state `error`, else 0.
+int board_exit_code(const std::vector<BoardEntry>& entries, const CancelToken& cancel);
 
 int run_status_all(const StatusOptions& options, Context& ctx);
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/claim_check.hpp"
+#include "cli/pod_pick.hpp"
 #include "cli/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
@@ -89,7 +90,8 @@ Examples:
   tpurun exec --script setup.sh                    # install packages, mount NFS everywhere
   tpurun exec -- bash -c 'cd /nfs/code && git pull'   # shell syntax needs an explicit shell
   tpurun exec --timeout 2m -- python3 check_tpu.py   # a hung worker cannot block
-  tpurun exec --json -- df -h /tmp | jq '.workers[] | {worker, exit_code}')");
+  tpurun exec --json -- df -h /tmp | jq '.workers[] | {worker, exit_code}'
+  tpurun --pod auto exec -- python3 sweep.py   # the first free, unclaimed pod (docs/board.md))");
   return cmd;
 }
 
@@ -110,6 +112,7 @@ int run_exec(const ExecOptions& o, Context& ctx) {
     throw UsageError(fmt::format("--raw changes only streamed output, and {} never collapses lines: drop --raw",
                                  o.json ? "--json" : "--gather"));
   }
+  pick_pod(ctx, o.ignore_claim);  // --pod auto / --pod 'glob*'
   Target target = resolve_target(o.target, ctx);
   respect_claims(target.pod, o.ignore_claim, ctx);
   const std::string script_text = o.script.empty() ? "" : read_script(o.script);

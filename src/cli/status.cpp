@@ -12,6 +12,7 @@
 #include "cli/tpu_view.hpp"
 #include "tpurun/gather.hpp"
 #include "tpurun/printer.hpp"
+#include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -166,6 +167,12 @@ CLI::App* register_status(CLI::App& app, StatusOptions& o) {
   cmd->add_flag("--all", o.all,
                 "The team's board: every pod in the config at once, one line each with its state "
                 "(free, busy, partial, unreachable, error), holders and claim (docs/board.md)");
+  cmd->add_option("--watch", o.watch,
+                  "With --all: refresh the board every INTERVAL (default 5s; e.g. 2, 500ms, 1m) until q or "
+                  "Ctrl-C, redrawn in place on a terminal; otherwise a block per refresh after a timestamp "
+                  "line, or with --json one JSON document per line")
+      ->expected(0, 1)
+      ->type_name("[INTERVAL]");
   cmd->footer(R"(A process uses the TPU while it has a device file open (/dev/accel*, /dev/vfio/N).
 tpurun looks as root (sudo -n) so that it sees every user's processes; without
 passwordless sudo the view is partial and never reported as free.
@@ -181,11 +188,13 @@ Examples:
   tpurun status
   tpurun status --worker 0-3
   tpurun status --all                # every pod of the config, with claims
+  tpurun status --all --watch        # the same, kept up to date every 5s; q quits
   tpurun status --json | jq '.workers[] | select(.state != "free")')");
   return cmd;
 }
 
 int run_status(const StatusOptions& o, Context& ctx) {
+  if (o.watch && !o.all) throw UsageError("--watch refreshes the board of every pod: use it with --all");
   if (o.all) return run_status_all(o, ctx);
   Target target = resolve_target(o.target, ctx);
   auto transport = ctx.make_transport(target.pod);

@@ -1,5 +1,6 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ struct StatusOptions {
   TargetOptions target;
   bool json = false;
   bool all = false;  // --all: every pod of the config (cli/board.hpp)
+  std::optional<std::string> watch;  // --watch [INTERVAL] with --all ("" when given without one)
 };
 
 CLI::App* register_status(CLI::App& app, StatusOptions& options);

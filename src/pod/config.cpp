@@ -2,6 +2,7 @@
 // key so that every mistake is reported at its own file:line.
 #include "tpurun/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "config_node.hpp"
@@ -14,7 +15,8 @@ namespace tpurun {
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"default_pod", "pods"};
+const std::vector<std::string> kTopKeys = {"default_pod", "pods", "board"};
+const std::vector<std::string> kBoardGcloudKeys = {"project", "zones", "internal_ip", "ssh"};
 const std::vector<std::string> kPodKeys = {
     "workers", "gcloud", "ssh", "staging_root", "logs_root", "device_globs", "stage_size_limit",
     "slices", "megascale_port"};
@@ -158,6 +160,27 @@ PodConfig read_pod(const std::string& name, const ConfigNode& node, const Enviro
   return pod;
 }
 
+// "board": { "gcloud": { "project": P, "zones": [Z, ...] } }
+std::optional<BoardGcloud> read_board(const ConfigNode& node, const Environment& env) {
+  node.allow_only({"gcloud"});
+  auto gcloud = node.get("gcloud");
+  if (!gcloud) return std::nullopt;
+  gcloud->allow_only(kBoardGcloudKeys);
+  BoardGcloud board;
+  board.project = gcloud->require("project").as_nonempty_string();
+  ConfigNode zones = gcloud->require("zones");
+  for (const ConfigNode& zone : zones.elements()) {
+    std::string name = zone.as_nonempty_string();
+    if (std::find(board.zones.begin(), board.zones.end(), name) != board.zones.end()) zone.fail("listed twice");
+    board.zones.push_back(name);
+  }
+  if (board.zones.empty()) zones.fail("list at least one zone, e.g. [\"us-central2-b\"]");
+  if (auto internal = gcloud->get("internal_ip")) board.internal_ip = internal->as_bool();
+  board.ssh = default_ssh_settings(true, env);
+  if (auto ssh = gcloud->get("ssh")) read_ssh(*ssh, env, board.ssh);
+  return board;
+}
+
 }  // namespace
 
 ConfigFile parse_config(const std::string& text, const std::string& path, const Environment& env) {
@@ -188,6 +211,7 @@ ConfigFile parse_config(const std::string& text, const std::string& path, const 
   read_slices_pods(multislice, config.pods);
   if (names.empty()) pods.fail("no pods defined");
   config.order = names;
+  if (auto board = root.get("board")) config.board_gcloud = read_board(*board, env);
 
   if (auto default_pod = root.get("default_pod")) {
     config.default_pod = default_pod->as_nonempty_string();

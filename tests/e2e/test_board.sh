@@ -4,6 +4,7 @@
 # it; status --all shows every pod's state with its claim; a forged claim file counts for nothing; two users claiming the same pod
 # at once get exactly one winner.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/board_lib.sh"
 require_tpurun
 board_dir=$FAKEPOD_NFS/logs/.board
 on_exit "rm -rf '$board_dir'"
@@ -22,15 +23,6 @@ cat >"$cfg" <<JSON
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
-b() {  # U [-C DIR] ARGS...: tpurun --config $cfg ARGS... as user U
-  local u=$1 cd=()
-  shift
-  if [[ ${1:-} == -C ]]; then
-    cd=(-C "$2")
-    shift 2
-  fi
-  as_user "$u" "${cd[@]+"${cd[@]}"}" "$TPURUN" --config "$cfg" "$@"
-}
 proj=$(make_project alice proj)
 
 # Bad input: clear errors, nothing created.
@@ -171,5 +163,18 @@ assert_contains "$ERR" "board-d: unreachable"
 assert_not_contains "$ERR" "board-a"
 expect_exit 2 b alice -C "$proj" --pod 'nothing*' stage -- python3 train.py --steps 1
 assert_contains "$ERR" "no pod in $cfg matches"
+# exec --pod auto: the same choice, and the command runs there only.
+expect_exit 0 b alice --pod auto exec --json -- hostname
+assert_contains "$ERR" "--pod auto: picked 'board-a'"
+assert_contains "$ERR" "board-b: claimed by bob"
+assert_contains "$ERR" "board-c: busy by bob"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["pod"]=="board-a" and [w["stdout"].strip() for w in d["workers"]]==["t1v-n-fakepod-w-0","t1v-n-fakepod-w-1"], d' "$OUT" \
+  || fail "exec --pod auto --json: $OUT"
+expect_exit 1 b alice --pod 'board-[cd]' exec -- true
+assert_contains "$ERR" "--pod board-[cd]: no pod is free"
+assert_contains "$ERR" "board-c: busy by bob"
+# --ignore-claim lets the pick take bob's claimed (and free) board-b, which comes first.
+expect_exit 0 b alice --pod auto exec --ignore-claim -- true
+assert_contains "$ERR" "--pod auto: picked 'board-b' (free on every worker)"
 fakepod exec 4 -- kill -0 "$bob_pid" || fail "--pod auto signalled bob's trainer"
 pass

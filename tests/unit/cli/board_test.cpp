@@ -95,5 +95,22 @@ TEST(BoardStateTest, TheLineAndTheRecordShowStateHoldersAndClaim) {
   EXPECT_EQ(format_board_line(down, now, 4), "v4-d  unreachable  w[1-2] unreachable");
 }
 
+TEST(BoardStateTest, GcloudTpusShowTheirTypeAndStateOnOneLine) {
+  const auto now = WallClock::now();
+  BoardEntry old;
+  old.pod = "old";
+  old.accelerator = "v4-8";
+  old.gcloud_state = "PREEMPTED";
+  old.state = "unreachable";
+  EXPECT_EQ(format_board_line(old, now, 11), "old (v4-8)   unreachable  gcloud: PREEMPTED");
+  EXPECT_EQ(board_entry_to_json(old, now)["accelerator_type"], "v4-8");
+  EXPECT_EQ(board_entry_to_json(old, now)["gcloud_state"], "PREEMPTED");
+  BoardEntry failed;
+  failed.pod = "g";
+  failed.state = "error";
+  failed.error = "gcloud failed (exit 1):\nERROR: boom";
+  EXPECT_EQ(format_board_line(failed, now, 1), "g  error        gcloud failed (exit 1): ERROR: boom");
+}
+
 }  // namespace
 }  // namespace tpurun::cli

@@ -31,7 +31,7 @@ TEST_F(ConfigErrorsTest, UnknownKeySuggestsTheClosestKnownKey) {
 
 TEST_F(ConfigErrorsTest, UnknownKeyWithoutCloseMatchListsTheKnownKeys) {
   EXPECT_EQ(error("{\"pods\": {}, \"colour\": 1}"),
-            "tpurun.json:1: colour: unknown key (expected one of: default_pod pods)");
+            "tpurun.json:1: colour: unknown key (expected one of: default_pod pods board)");
   EXPECT_THAT(error(pod_with("      \"worker\": [],\n")),
               HasSubstr("tpurun.json:4: pods.sim.worker: unknown key (did you mean 'workers'?)"));
   EXPECT_EQ(error(gcloud_pod("{\"name\": \"n\", \"zone\": \"z\", \"region\": \"r\"}")),
