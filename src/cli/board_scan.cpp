@@ -27,7 +27,8 @@ struct BoardScanner::Pod {
 BoardScanner::BoardScanner(Context& ctx, int fanout, bool keep_connections)
     : ctx_(ctx), fanout_(fanout), keep_(keep_connections) {
   ConfigFile config = load_board_config(ctx);
-  for (const auto& [name, _] : config.pods) {
+  for (const auto& [name, pod_config] : config.pods) {
+    if (!pod_config.slices.empty()) continue;  // a multi-slice pod: its slices have their own lines
     pods_.push_back(std::make_unique<Pod>());
     pods_.back()->name = name;
     load(*pods_.back());

@@ -163,5 +163,10 @@ expect_exit 2 tpurun_as alice -C "$proj" --pod ms stage -- true
 assert_contains "$ERR" "pod 'slice-b' is claimed by bob"
 expect_exit 2 tpurun_as bob claim ms --for 1h
 assert_contains "$ERR" "pod 'ms' is made of the slices slice-a, slice-b"
+
+# The board: one line per slice, none for "ms" (the same hosts again).
+expect_exit 0 tpurun_as alice status --all --json
+assert_eq "$(python3 -c 'import json,sys; print(" ".join(sorted(p["pod"] for p in json.loads(sys.argv[1])["pods"])))' "$OUT")" \
+  "odd-logs slice-a slice-b"
 expect_exit 0 tpurun_as bob release slice-b
 pass
