@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "runs/file_watch_inotify.hpp"
 #include "tpurun/file_watch.hpp"
 #include "tpurun/unique_fd.hpp"
 
@@ -17,15 +18,14 @@ namespace tpurun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kSweep = std::chrono::seconds(5);
 constexpr int kMissesToGiveUp = 2;
 constexpr uint32_t kEvents = IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO;
 
 class InotifyWatch : public FileWatch {
  public:
-  InotifyWatch(std::string dir, UniqueFd fd, BackoffOptions backoff)
-      : dir_(std::move(dir)), fd_(std::move(fd)), backoff_(backoff),
-        sweep_(make_poll_watch(dir_, BackoffOptions{kSweep, kSweep, 1.0})) {}
+  InotifyWatch(std::string dir, UniqueFd fd, BackoffOptions backoff, std::chrono::milliseconds sweep_every)
+      : dir_(std::move(dir)), fd_(std::move(fd)), backoff_(backoff), sweep_every_(sweep_every),
+        sweep_(make_poll_watch(dir_, BackoffOptions{sweep_every, sweep_every, 1.0})) {}
 
   int add(const std::string& name) override {
     const int id = static_cast<int>(names_.size());
@@ -88,7 +88,7 @@ class InotifyWatch : public FileWatch {
     first_sweep_ = false;
     changed.insert(swept.begin(), swept.end());
     heard_.assign(heard_.size(), false);
-    next_sweep_ = Clock::now() + kSweep;
+    next_sweep_ = Clock::now() + sweep_every_;
     if (misses_ >= kMissesToGiveUp) {
       fallback_ = make_poll_watch(dir_, backoff_);
       for (const std::string& name : names_) fallback_->add(name);
@@ -98,6 +98,7 @@ class InotifyWatch : public FileWatch {
   std::string dir_;
   UniqueFd fd_;
   BackoffOptions backoff_;
+  std::chrono::milliseconds sweep_every_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, int> ids_;
   std::vector<bool> heard_;  // per id: inotify reported it since the last sweep
@@ -110,11 +111,16 @@ class InotifyWatch : public FileWatch {
 
 }  // namespace
 
-std::unique_ptr<FileWatch> make_inotify_watch(const std::string& dir, BackoffOptions backoff) {
+std::unique_ptr<FileWatch> make_inotify_watch(const std::string& dir, const std::string& heard_dir,
+                                              BackoffOptions backoff, std::chrono::milliseconds sweep_every) {
   UniqueFd fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!fd) return nullptr;
-  if (::inotify_add_watch(fd.get(), dir.c_str(), kEvents | IN_ONLYDIR) < 0) return nullptr;
-  return std::make_unique<InotifyWatch>(dir, std::move(fd), backoff);
+  if (::inotify_add_watch(fd.get(), heard_dir.c_str(), kEvents | IN_ONLYDIR) < 0) return nullptr;
+  return std::make_unique<InotifyWatch>(dir, std::move(fd), backoff, sweep_every);
+}
+
+std::unique_ptr<FileWatch> make_inotify_watch(const std::string& dir, BackoffOptions backoff) {
+  return make_inotify_watch(dir, dir, backoff, kInotifySweep);
 }
 
 }  // namespace tpurun

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "fakes/temp_dir.hpp"
+#include "runs/file_watch_inotify.hpp"
 
 namespace tpurun {
 namespace {
@@ -83,6 +84,39 @@ TEST_P(FileWatchTest, IgnoresFilesItDoesNotWatch) {
 
 INSTANTIATE_TEST_SUITE_P(Methods, FileWatchTest, ::testing::Values(WatchMethod::inotify, WatchMethod::poll),
                          [](const auto& info) { return info.param == WatchMethod::poll ? "poll" : "inotify"; });
+
+// inotify listening to another directory hears nothing of `dir`, as on NFS
+// for writes made by other clients: its sweeps find the writes, and after two
+// such misses it polls.
+TEST(InotifySweepTest, TurnsToPollingWhenInotifyMissesWrites) {
+  testing::TempDir dir, elsewhere;
+  auto watch = make_inotify_watch(dir.path(), elsewhere.path(), BackoffOptions{10ms, 50ms, 1.5}, 20ms);
+  ASSERT_NE(watch, nullptr);
+  const int id = watch->add("worker0.log");
+  watch->wait(0ms);
+  for (int write = 1; write <= 2; ++write) {
+    EXPECT_EQ(watch->method(), "inotify");
+    append(dir.path() + "/worker0.log", "line\n");
+    EXPECT_TRUE(changes_until(*watch, id).count(id)) << "the sweep finds write " << write;
+  }
+  EXPECT_EQ(watch->method(), "poll (inotify saw nothing)");
+  append(dir.path() + "/worker0.log", "more\n");
+  EXPECT_TRUE(changes_until(*watch, id).count(id));
+}
+
+TEST(InotifySweepTest, KeepsInotifyWhileItHearsEveryWrite) {
+  testing::TempDir dir;
+  auto watch = make_inotify_watch(dir.path(), dir.path(), BackoffOptions{10ms, 50ms, 1.5}, 1ms);
+  ASSERT_NE(watch, nullptr);
+  const int id = watch->add("worker0.log");
+  watch->wait(0ms);
+  for (int write = 0; write < 5; ++write) {
+    append(dir.path() + "/worker0.log", "line\n");
+    EXPECT_TRUE(changes_until(*watch, id).count(id));
+    watch->wait(5ms);  // past the next sweep
+  }
+  EXPECT_EQ(watch->method(), "inotify");
+}
 
 TEST(FileWatchChoiceTest, UsesInotifyOnALocalDirectoryAndPollingWhenAsked) {
   testing::TempDir dir;
