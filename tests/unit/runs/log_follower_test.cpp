@@ -4,21 +4,14 @@
 #include <cstdio>
 #include <fstream>
 
+#include "fakes/slurp.hpp"
 #include "fakes/temp_dir.hpp"
 #include "tpurun/follow.hpp"
 
 namespace tpurun {
 namespace {
 
-std::string slurp(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  return text;
-}
+using testing::slurp;
 
 class LogFollowerTest : public ::testing::Test {
  protected:
