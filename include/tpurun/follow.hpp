@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tpurun/cancel.hpp"
+#include "tpurun/file_watch.hpp"
 #include "tpurun/live_output.hpp"
 #include "tpurun/outcome.hpp"
 #include "tpurun/printer.hpp"
@@ -38,6 +39,12 @@ class LogFollower {
   // workers still line up for collapsing. Files stay open between calls, so
   // following costs reads, not opens.
   void drain();
+  // The same for some workers only: positions in the worker list given to
+  // the constructor (a FileWatch said their logs changed). True when anything
+  // was read.
+  bool drain(const std::vector<int>& positions);
+  // Each worker's log file name in the log dir, in the order given.
+  std::vector<std::string> file_names() const;
   // The worker's job has ended: its last output is printed and collapsed
   // lines stop waiting for it.
   void ended(int worker_index, bool ok);
@@ -52,7 +59,7 @@ class LogFollower {
     long long offset = 0;
     bool ended = false;
   };
-  bool drain_once();  // one pass; true when anything was read
+  bool drain_once(Tail& tail);  // up to 64 KiB; true when anything was read
   std::string log_dir_;
   std::vector<Tail> tails_;
   LiveOutput& live_;
@@ -68,9 +75,14 @@ struct FollowHooks {
   // Called when the run has no live supervisor (it died, or never started);
   // returns false when it could not start one.
   std::function<bool()> watch_again;
+  // How to notice that the logs grew (TPURUN_FOLLOW_WATCH; file_watch.hpp).
+  WatchMethod watch_method = WatchMethod::automatic;
 };
 
 // Tails the run until the supervisor records a final verdict, or Ctrl-C.
+// It reads only the files that a FileWatch reports changed, and reads
+// state.json only when it changed, so that following an idle run costs
+// about nothing with inotify, and one statx per file per 0.8 s on NFS.
 FollowResult follow_run(const std::string& log_dir, const std::vector<Worker>& workers, LinePrinter& printer,
                         const CancelToken& cancel, const FollowHooks& hooks);
 

@@ -23,7 +23,9 @@ CLI::App* register_logs(CLI::App& app, LogsOptions& o) {
                 "is shown once, as [w0-7] ...; see docs/output.md)");
   cmd->footer(R"(Logs live in <logs_root>/<user>/<project>/<run id>/workerN.log on the shared
 mount; this reads them directly. With -f, Ctrl-C stops following only, and the
-exit status is the run's (see tpurun stage --help).
+exit status is the run's (see tpurun stage --help). Following reads only the
+logs that grew: inotify on a local disk, polling (at most every 0.8 s per quiet
+file) on NFS; TPURUN_FOLLOW_WATCH=poll|inotify|auto forces one (docs/runs.md).
 
 Examples:
   tpurun logs last -f

@@ -102,6 +102,12 @@ int follow_to_end(const RunRecord& run, const std::vector<Worker>& workers, Line
                   bool raw) {
   FollowHooks hooks;
   hooks.raw = raw;
+  if (auto method = ctx.env.get("TPURUN_FOLLOW_WATCH")) {
+    if (!parse_watch_method(*method, hooks.watch_method)) {
+      // A note, not an error: for stage the jobs have started by now.
+      printer.note(fmt::format("TPURUN_FOLLOW_WATCH={} is not auto, inotify or poll; following with auto", *method));
+    }
+  }
   hooks.watch_again = [&] {
     try {
       start_watcher(run, ctx);

@@ -6,18 +6,12 @@
 #include <cstdio>
 #include <thread>
 
+#include "fakes/slurp.hpp"
+
 namespace tpurun {
 namespace {
 
-std::string slurp(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  return text;
-}
+using testing::slurp;
 
 // A LiveOutput over workers 0..n-1 (hosts h0, h1, ...), printing into temp
 // files, with a clock the test moves.

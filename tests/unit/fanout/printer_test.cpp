@@ -6,18 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "fakes/slurp.hpp"
+
 namespace tpurun {
 namespace {
 
-std::string slurp(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  return text;
-}
+using testing::slurp;
 
 TEST(PrefixedSinkTest, CutsChunksIntoPrefixedLinesPerStream) {
   std::FILE* out = std::tmpfile();
