@@ -64,6 +64,11 @@ CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
   cmd->add_flag("--raw,--no-collapse", o.raw,
                 "Stream every worker's lines as they come, without collapsing identical lines");
   cmd->add_flag("--ignore-claim", o.ignore_claim, "Run on a pod that another user has claimed (tpurun claims)");
+  cmd->add_option("--wait", o.wait_pod,
+                  "With --pod auto or --pod 'glob*': when no pod is free, wait for one, scanning again every "
+                  "INTERVAL (default 30s) and saying what it waits for; Ctrl-C stops")
+      ->expected(0, 1)
+      ->type_name("[INTERVAL]");
   cmd->add_flag("--dry-run", o.dry_run, "Show the workers and the exact remote command; connect to nothing");
   cmd->add_option("--timeout", o.timeout,
                   "Stop the command on a worker that runs longer than this (e.g. 90s, 10m): SIGTERM, then "
@@ -112,7 +117,7 @@ int run_exec(const ExecOptions& o, Context& ctx) {
     throw UsageError(fmt::format("--raw changes only streamed output, and {} never collapses lines: drop --raw",
                                  o.json ? "--json" : "--gather"));
   }
-  pick_pod(ctx, o.ignore_claim);  // --pod auto / --pod 'glob*'
+  pick_pod(ctx, o.ignore_claim, parse_pod_wait(o.wait_pod, o.dry_run));  // --pod auto / --pod 'glob*' [--wait]
   Target target = resolve_target(o.target, ctx);
   respect_claims(target.pod, o.ignore_claim, ctx);
   const std::string script_text = o.script.empty() ? "" : read_script(o.script);

@@ -1,5 +1,6 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace tpurun::cli {
 struct ExecOptions {
   TargetOptions target;
   bool ignore_claim = false;      // --ignore-claim: go ahead on another user's claimed pod
+  std::optional<std::string> wait_pod;  // --wait [INTERVAL] for a free pod ("" when given bare)
   std::vector<std::string> argv;  // after --
   std::string script;             // --script FILE
   bool gather = false;

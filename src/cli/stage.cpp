@@ -82,6 +82,11 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   cmd->add_flag("--json", o.json, "Print the run id, staged dir, log dir and launch results as JSON (implies --detach)");
   cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
   cmd->add_flag("--ignore-claim", o.ignore_claim, "Go ahead on a pod that another user has claimed (tpurun claims)");
+  cmd->add_option("--wait", o.wait_pod,
+                  "With --pod auto or --pod 'glob*': when no pod is free, wait for one, scanning again every "
+                  "INTERVAL (default 30s) and saying what it waits for; Ctrl-C stops")
+      ->expected(0, 1)
+      ->type_name("[INTERVAL]");
   cmd->add_flag("--skip-preflight", o.skip_preflight, "Don't check who holds the TPU before launching");
   cmd->add_flag("--kill-previous", o.kill_previous, "Kill your own jobs that hold the TPU first (like tpurun kill)");
   cmd->add_option("--on-failure", o.on_failure,
@@ -134,7 +139,8 @@ MEGASCALE_* variables; --megascale-port sets the port); see docs/multislice.md.
 
 --pod auto picks the first pod in config order that is free on every worker
 and not claimed by another user (--pod 'v4-32*' limits the choice), and says
-why it skipped the others; see docs/board.md.
+why it skipped the others; with --wait, it waits until one is free. See
+docs/board.md.
 
 Resuming from a checkpoint on restart:
   tpurun stage --restarts 3 -- python3 main.py --workdir=/nfs/ckpt/run1
@@ -186,7 +192,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   if (o.argv.empty()) throw UsageError("nothing to run: give the command after -- (see tpurun stage --help)");
   const GangFlags gang = parse_gang_flags(o);
   const auto env = resolve_job_env(o.env, ctx.env);
-  pick_pod(ctx, o.ignore_claim);  // --pod auto / --pod 'glob*'
+  pick_pod(ctx, o.ignore_claim, parse_pod_wait(o.wait_pod, o.dry_run));  // --pod auto / --pod 'glob*' [--wait]
   Target target = resolve_target(o.target, ctx);
   require_roots(target.pod);
   respect_claims(target.pod, o.ignore_claim, ctx);

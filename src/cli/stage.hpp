@@ -1,5 +1,6 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@ namespace tpurun::cli {
 struct StageOptions {
   TargetOptions target;
   bool ignore_claim = false;      // --ignore-claim: go ahead on another user's claimed pod
+  std::optional<std::string> wait_pod;  // --wait [INTERVAL] for a free pod ("" when given bare)
   std::vector<std::string> tags;  // K=V or a bare word; appended to the run id
   JobEnvOptions env;              // --env, --env-file, --env-from: exported to the job
   bool detach = false;

@@ -177,4 +177,19 @@ assert_contains "$ERR" "board-c: busy by bob"
 expect_exit 0 b alice --pod auto exec --ignore-claim -- true
 assert_contains "$ERR" "--pod auto: picked 'board-b' (free on every worker)"
 fakepod exec 4 -- kill -0 "$bob_pid" || fail "--pod auto signalled bob's trainer"
+# --wait: nothing among board-[cd] is free until bob's trainers on board-c end;
+# alice's exec says what it waits for, then runs there.
+b alice --pod 'board-[cd]' exec --wait 1 -- hostname >"$SCRATCH/wait.out" 2>"$SCRATCH/wait.err" &
+waiter=$!
+wait_for "$SCRATCH/wait.err" '"waiting for one" in t'
+assert_contains "$(cat "$SCRATCH/wait.err")" "board-c: busy by bob"
+kill -0 "$waiter" || fail "exec --wait gave up: $(cat "$SCRATCH/wait.err")"
+expect_exit 0 b bob --pod board-c kill --grace 2s  # bob's trainers on both of board-c's workers
+wait "$waiter" || fail "exec --wait: $(cat "$SCRATCH/wait.err")"
+assert_contains "$(cat "$SCRATCH/wait.err")" "--pod board-[cd]: picked 'board-c'"
+assert_contains "$(cat "$SCRATCH/wait.out")" "t1v-n-fakepod-w-4"
+expect_exit 2 b alice exec --wait -- true
+assert_contains "$ERR" "--wait waits for a free pod among several"
+expect_exit 2 b alice --pod auto stage --wait 0 -- true
+assert_contains "$ERR" "--wait 0:"
 pass
