@@ -58,8 +58,9 @@ std::vector<TensorBoardRun> resolve_runs(const std::vector<std::string>& wanted,
 }  // namespace
 
 CLI::App* register_tensorboard(CLI::App& app, TensorBoardOptions& o) {
-  CLI::App* cmd = app.add_subcommand("tensorboard", "Start TensorBoard on this host over some runs, named by their tags");
-  cmd->add_option("runs", o.runs, "Run ids (or unique prefixes, or 'last')")->required();
+  CLI::App* cmd =
+      app.add_subcommand("tensorboard", "Start TensorBoard on this host over some runs, named by their tags");
+  cmd->add_option("runs", o.runs, "Run ids (or unique prefixes, or 'last'/'latest')")->required();
   cmd->add_option("-p,--port", o.port, "Port TensorBoard serves on, on this host")->default_str("6006");
   cmd->add_option("--host", o.host, "This host's name in the printed ssh line (default: hostname -f)");
   cmd->add_flag("--bind-all", o.bind_all,
@@ -110,7 +111,9 @@ int run_tensorboard(const TensorBoardOptions& o, Context& ctx) {
       nlohmann::json doc{{"command", argv}, {"port", o.port}, {"ssh", ssh}, {"url", url},
                          {"tensorboard", program ? nlohmann::json(*program) : nlohmann::json(nullptr)}};
       doc["runs"] = nlohmann::json::array();
-      for (const TensorBoardRun& r : runs) doc["runs"].push_back({{"run_id", r.run_id}, {"name", r.name}, {"path", r.path}});
+      for (const TensorBoardRun& r : runs) {
+        doc["runs"].push_back({{"run_id", r.run_id}, {"name", r.name}, {"path", r.path}});
+      }
       print_json(ctx.out, doc);
       return 0;
     }
@@ -123,8 +126,8 @@ int run_tensorboard(const TensorBoardOptions& o, Context& ctx) {
     throw UsageError(fmt::format("{}; pick another with --port N", problem));
   }
   for (const TensorBoardRun& r : runs) fmt::print(ctx.out, "{:<24} {}\n", r.name, r.path);
-  fmt::print(ctx.out, "TensorBoard on port {} of this host. From your laptop:\n  {}\nthen open {}  (Ctrl-C here stops it)\n",
-             o.port, ssh, url);
+  fmt::print(ctx.out, "TensorBoard on port {} of this host. From your laptop:\n  {}\n", o.port, ssh);
+  fmt::print(ctx.out, "then open {}  (Ctrl-C here stops it)\n", url);
   std::string failure = exec_program(*program, argv);
   throw std::runtime_error(failure);
 }
