@@ -101,7 +101,8 @@ assert doc["argv"][1:] == [f"--logdir_spec={sys.argv[2]}", f"--port={sys.argv[3]
 PY
 stub_pid=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["pid"])' "$log")
 on_exit "kill -9 $stub_pid"
-assert_eq "$(ps -o comm= -p "$(ps -o ppid= -p "$stub_pid")")" "bash" "tensorboard's parent is the test's shell"
+parent=$(ps -o ppid= -p "$stub_pid" | tr -d ' ')
+assert_eq "$(ps -o comm= -p "$parent")" "bash" "tensorboard's parent is the test's shell"
 reply=$(python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1", int(sys.argv[1]))); print(s.recv(200).decode())' "$port")
 assert_contains "$reply" "TensorBoard stub"
 assert_contains "$(cat "$out")" "ssh -L $port:localhost:$port alice@$fqdn"
