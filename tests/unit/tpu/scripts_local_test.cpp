@@ -223,6 +223,30 @@ TEST_F(LocalScriptsTest, ScanWithSeveralGlobsFindsEachAndNothingElseUnderTheirPr
   EXPECT_EQ(held.count(other), 0u) << "a file under the globs' prefix is not a device";
 }
 
+// Without perl (or when it fails) find walks the fds: the same holders, and
+// nothing of what the failed perl printed.
+TEST_F(LocalScriptsTest, ScanFallsBackToFindWhenPerlFails) {
+  start_job();
+  RemoteCommand command = build_scan_command({globs(), false});
+  const std::string perl = "exec perl -e";
+  const auto at = command.stdin_data.find(perl);
+  ASSERT_NE(at, std::string::npos);
+  command.stdin_data.replace(at, perl.size(), "echo 'H /proc/1/fd " + dir_ + "/accel0'; exit 3; perl -e");
+  LocalTransport transport;
+  auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());
+  ASSERT_TRUE(conn);
+  CaptureSink sink;
+  ASSERT_TRUE((*conn)->run(command, sink, CancelToken()));
+  auto scan = parse_scan(sink.out);
+  ASSERT_TRUE(scan) << scan.error() << "\n" << sink.out;
+  std::vector<int> pids;
+  for (const ScannedProcess& p : scan->holders) pids.push_back(p.pid);
+  std::sort(pids.begin(), pids.end());
+  ASSERT_EQ(pids.size(), 2u) << sink.out;
+  EXPECT_EQ(pids[0], job_);
+  EXPECT_EQ(sink.out.find("hold 1 "), std::string::npos) << sink.out;
+}
+
 // A pid whose start time differs from the scan's is another process now
 // (the pid was reused): it is not signalled, even with the right owner.
 TEST_F(LocalScriptsTest, KillScriptSkipsAPidWhoseStartTimeChanged) {
