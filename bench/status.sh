@@ -20,8 +20,8 @@
 #   lsof route / status >= 5           (both)
 # ssh and tpurun both use curve25519-sha256, so key exchange costs the same.
 #
-# light, last: the lookup alone on this host's process table, the scan's find
-# against lsof (on a simulated worker there are only a handful of processes, so
+# light, last: the lookup alone on this host's process table, the scan's walk
+# (perl, one process: readdir + readlink; find, its fallback) against lsof (on a simulated worker there are only a handful of processes, so
 # there SSH dominates both routes).
 # heavy: a real TPU host runs hundreds of processes with thousands of fds
 # (data loader workers). Every worker gets bob's bench/fd_holder.py: $PROCS
@@ -165,12 +165,19 @@ done
 
 if [[ $MODE == light ]]; then
   # The lookup itself, without SSH: on this host's whole process table (a real
-  # TPU VM has hundreds of processes; a simulated worker has five), the find that
-  # the scan runs against lsof, both looking for one file a process holds open.
+  # TPU VM has hundreds of processes; a simulated worker has five), the walk
+  # that the scan runs (on one CPU; find where perl is missing) against lsof,
+  # all looking for one file a process holds open.
   held=$work/fake-accel0
   : >"$held"
   sleep 600 3<"$held" &
   holder=$!
+  # shellcheck disable=SC2016
+  lookup_walk() {
+    perl -e 'opendir my $p, "/proc"; for my $pid (grep { /^[0-9]+\z/ } readdir $p) {
+      chdir "/proc/$pid/fd" and opendir my $h, "." or next;
+      for (readdir $h) { my $t = readlink; print "$pid\n" if defined $t and $t eq $ARGV[0] } }' "$held" >/dev/null
+  }
   lookup_find() { find /proc/[0-9]*/fd -maxdepth 1 -lname "$held" >/dev/null 2>&1 || true; }
   lookup_lsof() { lsof -w "$held" >/dev/null 2>&1 || true; }
   nproc_lookup=$(ls -d /proc/[0-9]* | wc -l)
@@ -184,6 +191,7 @@ else
   where="worker 0 alone, both routes"
 fi
 for ((r = 1; r <= REPS; r++)); do
+  [[ $MODE == light ]] && timed host_walk lookup_walk
   timed host_find lookup_find
   timed host_lsof lookup_lsof
 done
@@ -212,4 +220,6 @@ print(f"lsof route / exec true = {med['lsof'] / med['exec_true']:.2f}  (the most
 first = "find" if mode == "light" else "status"
 print(f"lookup on {where} ({nproc} processes): {first} {med['host_find'] * 1000:.1f}ms, "
       f"lsof {med['host_lsof'] * 1000:.1f}ms ({med['host_lsof'] / med['host_find']:.1f}x)")
+if "host_walk" in med:
+    print(f"  perl walk {med['host_walk'] * 1000:.1f}ms ({med['host_lsof'] / med['host_walk']:.1f}x)")
 PY
