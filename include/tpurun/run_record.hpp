@@ -54,6 +54,8 @@ RunRecord read_run_record(const std::string& log_dir);  // throws on a missing/c
 std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::string& user);
 // A run by id or unique prefix; throws with a did-you-mean hint when unknown or ambiguous.
 std::string find_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
+// find_run_dir, plus "last" (or "latest") for the newest run.
+std::string resolve_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
 
 enum class JobState { pending, running, exited, lost, unknown };
 const char* to_string(JobState s);

@@ -19,6 +19,7 @@
 #include "cli/stage.hpp"
 #include "cli/status.hpp"
 #include "cli/supervise.hpp"
+#include "cli/tensorboard.hpp"
 #include "tpurun/config.hpp"
 #include "tpurun/suggest.hpp"
 #include "tpurun/worker_select.hpp"
@@ -40,6 +41,7 @@ constexpr const char* kFooter = R"(Typical session:
   tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
   tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
   tpurun claim v4-32 --for 3h --note "lr sweep"   # others' stage/exec refuse it
+  tpurun tensorboard last            # TensorBoard on this host, plus the ssh -L line
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
@@ -96,6 +98,7 @@ int main(int argc, char** argv) {
   ClaimOptions claim;
   ReleaseOptions release;
   ClaimsOptions claims;
+  TensorBoardOptions tensorboard;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
       {register_claim(app, claim), [&](Context& c) { return run_claim(claim, c); }},
       {register_release(app, release), [&](Context& c) { return run_release(release, c); }},
       {register_claims(app, claims), [&](Context& c) { return run_claims(claims, c); }},
+      {register_tensorboard(app, tensorboard), [&](Context& c) { return run_tensorboard(tensorboard, c); }},
   };
 
   SystemEnvironment env;

@@ -37,14 +37,7 @@ int run_logs(const LogsOptions& o, Context& ctx) {
   PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   const std::string user = local_user(ctx.env);
-  std::string dir;
-  if (o.run == "last") {
-    auto dirs = list_run_dirs(pod.logs_root, user);
-    if (dirs.empty()) throw UsageError(fmt::format("no runs of {} under {}", user, pod.logs_root));
-    dir = dirs.front();
-  } else {
-    dir = find_run_dir(pod.logs_root, user, o.run);
-  }
+  const std::string dir = resolve_run_dir(pod.logs_root, user, o.run);
   RunRecord run = read_run_record(dir);
   std::vector<Worker> workers;
   for (const Worker& w : run.workers) {

@@ -210,6 +210,13 @@ std::string find_run_dir(const std::string& logs_root, const std::string& user, 
                                        logs_root, did_you_mean(run, ids)));
 }
 
+std::string resolve_run_dir(const std::string& logs_root, const std::string& user, const std::string& run) {
+  if (run != "last" && run != "latest") return find_run_dir(logs_root, user, run);
+  auto dirs = list_run_dirs(logs_root, user);
+  if (dirs.empty()) throw std::runtime_error(fmt::format("no runs of {} under {} yet", user, logs_root));
+  return dirs.front();
+}
+
 const char* to_string(JobState s) {
   switch (s) {
     case JobState::pending: return "pending";

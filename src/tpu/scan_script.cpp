@@ -1,6 +1,7 @@
 // The scan that status, kill and stage's preflight share. It has to be fast
-// (one `find` over /proc/*/fd instead of lsof per device) and to run on a
-// stock image, so it is plain sh plus coreutils, findutils and procps.
+// (one walk over /proc/*/fd instead of lsof per device: fd_walk_script.cpp)
+// and to run on a stock image, so it is plain sh plus coreutils, procps,
+// perl-base (Essential) or else findutils.
 #include "tpu/scripts.hpp"
 #include "tpurun/shell_quote.hpp"
 #include "tpurun/tpu_scan.hpp"
@@ -13,16 +14,39 @@ exec 2>/dev/null
 )sh";
 
 // "$@" holds the device globs; afterwards it holds
-// `( -lname G1 -o -lname G2 ... ) ! -lname *NEWLINE*`. A glob's `*` matches a
-// newline, and a link target with one in it could forge records in find's
-// line output (another user can make such a target: a file opened in their
-// own mount namespace). No real device name has a newline.
-const char* const kShDeviceFind = R"sh(n=$#
-for g do set -- "$@" -o -lname "$g"; done
+// `-lname PREFIX* -printf '' ( -lname G1 -o -lname G2 ... ) -printf '' ! -lname *NEWLINE*`.
+// - find reads the link anew for every -lname it evaluates, and reading
+//   /proc/PID/fd/N is most of the scan's cost on a host with many open fds
+//   (data loaders). PREFIX, the globs' common literal start (e.g. /dev/; used
+//   when there are several globs and it is more than /), lets most fds fail on
+//   one read instead of one per glob. Every glob implies it: no answer changes.
+// - find's optimizer reorders tests (it would run the newline test first, a
+//   read for every fd), but never across an action: the empty -printf ''s keep
+//   the order as written.
+// - A glob's `*` matches a newline, and a link target with one in it could
+//   forge records in find's line output (another user can make such a target:
+//   a file opened in their own mount namespace). No real device name has one.
+const char* const kShDeviceFind = R"sh(n=$# pre= first=1
+for g do
+  set -- "$@" -o -lname "$g"
+  lit=${g%%[][*?\\]*}
+  if [ "$first" = 1 ]; then
+    pre=$lit first=0
+  else
+    while [ -n "$pre" ]; do
+      case $lit in "$pre"*) break ;; esac
+      pre=${pre%?}
+    done
+  fi
+done
 shift "$n"
-if [ $# -gt 0 ]; then
+if [ $# -gt 3 ] && [ -n "${pre#/}" ]; then
   shift
-  set -- \( "$@" \) ! -lname '*
+  set -- -lname "$pre*" -printf '' \( "$@" \) -printf '' ! -lname '*
+*'
+elif [ $# -gt 0 ]; then
+  shift
+  set -- \( "$@" \) -printf '' ! -lname '*
 *'
 else
   set -- -false
@@ -91,8 +115,8 @@ namespace {
 //   denied N                              fd dirs that could not be read (partial view)
 //   end
 // Every external program costs a fork and an exec on each worker, so there
-// are few: one find looks at the fds and at both files, and ps and grep run
-// only when something holds the TPU (or for kill).
+// are few: one perl (or find) looks at the fds and at both files, and ps and
+// grep run only when something holds the TPU (or for kill).
 const char* const kScanHead = R"sh(mode=$1
 shift
 uid=
@@ -110,9 +134,22 @@ fi
 printf 'TPURUN-SCAN 1\ncaller %s %s\npriv %s\nself %s\n' "$cuid" "$cuser" "$priv" "$$"
 )sh";
 
+// file_record PATH UID USER INODE DEV: an F line of fd_walk (its own
+// positional parameters, so the globs in the script's stay).
+const char* const kScanFileRecord = R"sh(file_record() {
+  case $1 in
+    /tmp/libtpu_lockfile)
+      lock_state "$4" "$5"
+      lock="lock 1 $2 $3 $4 $held $lpid" ;;
+    /tmp/tpu_logs) logs="logs 1 $2 $3" ;;
+  esac
+}
+)sh";
+
+// "$@" holds the device globs. fd_walk's H lines are candidates: each is
+// matched against the globs here (a case pattern is fnmatch, as -lname is).
 const char* const kScanBody =
-    R"sh(found=$(find /proc/[0-9]*/fd /tmp/libtpu_lockfile /tmp/tpu_logs -maxdepth 1 \
-  \( -path '/tmp/*' -prune -printf 'F %p %U %u %i %D\n' \) -o \( \( "$@" \) -printf 'H %h %l\n' \) 2>&1)
+    R"sh(found=$(fd_walk "$@")
 set -f
 denied=0 pids= last= lock='lock 0' logs='logs 0'
 while read -r kind a rest; do
@@ -121,16 +158,14 @@ while read -r kind a rest; do
       p=${a#/proc/}
       p=${p%/fd}
       case $p in ''|*[!0-9]*) continue ;; esac
+      m=0
+      for g do
+        case $rest in $g) m=1; break ;; esac
+      done
+      [ "$m" = 1 ] || continue
       printf 'hold %s %s\n' "$p" "$rest"
       if [ "$p" != "$last" ]; then pids=$pids${pids:+,}$p last=$p; fi ;;
-    F)
-      set -- $rest
-      case $a in
-        /tmp/libtpu_lockfile)
-          lock_state "$3" "$4"
-          lock="lock 1 $1 $2 $3 $held $lpid" ;;
-        /tmp/tpu_logs) logs="logs 1 $1 $2" ;;
-      esac ;;
+    F) file_record "$a" $rest ;;
     *)
       case $rest in *'Permission denied') denied=$((denied + 1)) ;; esac ;;
   esac
@@ -187,7 +222,8 @@ printf 'denied %s\nend\n' "$denied"
 
 const std::string& scan_script() {
   static const std::string script = std::string("# tpurun TPU scan (TPURUN-SCAN 1)\n") + kShPrelude +
-                                    kShLockFunction + kShStatFunction + kScanHead + kShDeviceFind + kScanBody;
+                                    kShLockFunction + kShStatFunction + fd_walk_function() + kScanFileRecord +
+                                    kScanHead + kScanBody;
   return script;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // The remote halves of the TPU commands: POSIX sh scripts for a stock TPU VM
-// image (sh, coreutils, findutils, procps, grep, sed). Each is sent on stdin
-// and answers with a small line protocol: TPURUN-SCAN (parsed in
-// scan_parse.cpp), TPURUN-KILL (kill_run.cpp) and TPURUN-CLEAN (stale_lock.cpp).
+// image (sh, coreutils, findutils, procps, grep, sed; perl-base for the scan's
+// fd walk where present). Each is sent on stdin and answers with a small line
+// protocol: TPURUN-SCAN (parsed in scan_parse.cpp), TPURUN-KILL (kill_run.cpp)
+// and TPURUN-CLEAN (stale_lock.cpp).
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ extern const char* const kShPrelude;       // strict PATH, C locale, stderr sile
 extern const char* const kShDeviceFind;    // turns "$@" (globs) into find's -lname expression
 extern const char* const kShLockFunction;  // lock_state INODE DEV -> $held, $lpid
 extern const char* const kShStatFunction;  // pstat PID -> $pg, $st (start time); fails when gone
+// fd_walk GLOB...: F (the /tmp files), H (candidate device fds) and denied lines
+// (fd_walk_script.cpp).
+const std::string& fd_walk_function();
 
 // How a script is started on the worker.
 enum class Privilege {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -174,14 +175,76 @@ TEST_F(LocalScriptsTest, ALinkTargetWithANewlineForgesNoHolder) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   LocalTransport transport;
-  auto results = scan_workers(testing::make_workers(1), transport, 1, CancelToken(), globs());
+  // One glob, and several (their common prefix is tested first).
+  for (const auto& g : {globs(), std::vector<std::string>{dir_ + "/accel*", dir_ + "/vfio/[0-9]*"}}) {
+    auto results = scan_workers(testing::make_workers(1), transport, 1, CancelToken(), g);
+    ASSERT_TRUE(results[0].scan) << results[0].error;
+    for (const ScannedProcess& p : results[0].scan->holders) {
+      EXPECT_NE(p.pid, victim) << "forged holder";
+      EXPECT_EQ(p.devices[0].find('\n'), std::string::npos);
+    }
+  }
   ::kill(victim, SIGKILL);
   ::waitpid(victim, nullptr, 0);
-  ASSERT_TRUE(results[0].scan) << results[0].error;
-  for (const ScannedProcess& p : results[0].scan->holders) {
-    EXPECT_NE(p.pid, victim) << "forged holder";
-    EXPECT_EQ(p.devices[0].find('\n'), std::string::npos);
+}
+
+// Several globs: each is looked for; a file that shares only their common
+// prefix (which the scan tests first, to read most fds once) is not a device.
+TEST_F(LocalScriptsTest, ScanWithSeveralGlobsFindsEachAndNothingElseUnderTheirPrefix) {
+  start_job();
+  ASSERT_EQ(std::system(("mkdir " + dir_ + "/vfio && : >" + dir_ + "/vfio/0 && : >" + dir_ + "/other").c_str()), 0);
+  auto hold = [&](const std::string& redirections) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      setsid();
+      const std::string script = "exec " + redirections + "; exec sleep 300";
+      execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  };
+  pid_t vfio = hold("3<" + dir_ + "/other 4<" + dir_ + "/vfio/0");
+  pid_t other = hold("3<" + dir_ + "/other");
+  ASSERT_GT(vfio, 0);
+  ASSERT_GT(other, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  LocalTransport transport;
+  auto results = scan_workers(testing::make_workers(1), transport, 1, CancelToken(),
+                              {dir_ + "/accel*", dir_ + "/vfio/[0-9]*"});
+  for (pid_t pid : {vfio, other}) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
   }
+  ASSERT_TRUE(results[0].scan) << results[0].error;
+  std::map<int, std::vector<std::string>> held;
+  for (const ScannedProcess& p : results[0].scan->holders) held[p.pid] = p.devices;
+  EXPECT_EQ(held[job_], std::vector<std::string>{dir_ + "/accel0"});
+  EXPECT_EQ(held[vfio], std::vector<std::string>{dir_ + "/vfio/0"});
+  EXPECT_EQ(held.count(other), 0u) << "a file under the globs' prefix is not a device";
+}
+
+// Without perl (or when it fails) find walks the fds: the same holders, and
+// nothing of what the failed perl printed.
+TEST_F(LocalScriptsTest, ScanFallsBackToFindWhenPerlFails) {
+  start_job();
+  RemoteCommand command = build_scan_command({globs(), false});
+  const std::string perl = "exec perl -e";
+  const auto at = command.stdin_data.find(perl);
+  ASSERT_NE(at, std::string::npos);
+  command.stdin_data.replace(at, perl.size(), "echo 'H /proc/1/fd " + dir_ + "/accel0'; exit 3; perl -e");
+  LocalTransport transport;
+  auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());
+  ASSERT_TRUE(conn);
+  CaptureSink sink;
+  ASSERT_TRUE((*conn)->run(command, sink, CancelToken()));
+  auto scan = parse_scan(sink.out);
+  ASSERT_TRUE(scan) << scan.error() << "\n" << sink.out;
+  std::vector<int> pids;
+  for (const ScannedProcess& p : scan->holders) pids.push_back(p.pid);
+  std::sort(pids.begin(), pids.end());
+  ASSERT_EQ(pids.size(), 2u) << sink.out;
+  EXPECT_EQ(pids[0], job_);
+  EXPECT_EQ(sink.out.find("hold 1 "), std::string::npos) << sink.out;
 }
 
 // A pid whose start time differs from the scan's is another process now
