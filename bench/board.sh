@@ -28,19 +28,10 @@ PER_POD=${PER_POD:-4}
 REPS=${REPS:-7}
 REFRESHES=${REFRESHES:-20}
 TPURUN_BIN=${TPURUN_BIN:-$root/build/tpurun}
-FAKEPOD=$root/scripts/fakepod
 WORKERS=$((PODS * PER_POD))
-
-[[ $(id -u) == 0 ]] || { echo "run as root (it drives scripts/fakepod)" >&2; exit 2; }
-[[ -x $TPURUN_BIN ]] || { echo "no tpurun binary at $TPURUN_BIN (set TPURUN_BIN)" >&2; exit 2; }
-
-previous=$("$FAKEPOD" env | sed -n 's/^FAKEPOD_WORKERS=//p')
-"$FAKEPOD" up "$WORKERS" >&2
-eval "$("$FAKEPOD" env)"
-bin=$FAKEPOD_STATE/bin/tpurun-bench
-install -m 755 "$TPURUN_BIN" "$bin"
-work=$(mktemp -d /var/tmp/tpurun-bench-board.XXXXXX)
-chmod 755 "$work"
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
+bench_pod_up board
 trainer_pid="" watch_pid=""
 
 cleanup() {
@@ -48,13 +39,7 @@ cleanup() {
   [[ -n $watch_pid ]] && kill "$watch_pid" 2>/dev/null
   if [[ -n $trainer_pid ]]; then "$FAKEPOD" exec 1 -- kill -9 -- "-$trainer_pid" >/dev/null 2>&1; fi
   "$FAKEPOD" exec 1 -- rm -rf /tmp/libtpu_lockfile /tmp/tpu_logs /tmp/bench-trainer.log >/dev/null 2>&1
-  rm -f "$bin"
-  rm -rf "$work"
-  if [[ $previous == 0 ]]; then
-    "$FAKEPOD" down >&2
-  elif [[ -n $previous && $previous != "$WORKERS" ]]; then
-    "$FAKEPOD" up "$previous" >&2
-  fi
+  bench_pod_restore
 }
 trap cleanup EXIT
 

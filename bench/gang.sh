@@ -20,17 +20,9 @@ WORKERS=${WORKERS:-32}
 REPS=${REPS:-3}
 IDLE=${IDLE:-60}
 TPURUN_BIN=${TPURUN_BIN:-$root/build/tpurun}
-FAKEPOD=$root/scripts/fakepod
-[[ $(id -u) == 0 ]] || { echo "run as root (it drives scripts/fakepod)" >&2; exit 2; }
-[[ -x $TPURUN_BIN ]] || { echo "no tpurun binary at $TPURUN_BIN (set TPURUN_BIN)" >&2; exit 2; }
-
-previous=$("$FAKEPOD" env | sed -n 's/^FAKEPOD_WORKERS=//p')
-"$FAKEPOD" up "$WORKERS" >&2
-eval "$("$FAKEPOD" env)"
-bin=$FAKEPOD_STATE/bin/tpurun-bench
-install -m 755 "$TPURUN_BIN" "$bin"
-work=$(mktemp -d /var/tmp/tpurun-bench-gang.XXXXXX)
-chmod 755 "$work"
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
+bench_pod_up gang
 install -d -o alice -g "$(id -gn alice)" "$work/proj"
 install -m 644 -o alice "$root/examples/trainer/train.py" "$work/proj/train.py"
 runs=()
@@ -39,10 +31,7 @@ cleanup() {
   set +e
   for r in "${runs[@]}"; do tp kill --run "$r" --grace 1s >/dev/null 2>&1; done
   "$FAKEPOD" start-worker 3 >/dev/null 2>&1
-  rm -f "$bin"
-  rm -rf "$work"
-  if [[ $previous == 0 ]]; then "$FAKEPOD" down >&2
-  elif [[ -n $previous && $previous != "$WORKERS" ]]; then "$FAKEPOD" up "$previous" >&2; fi
+  bench_pod_restore
 }
 trap cleanup EXIT
 

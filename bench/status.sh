@@ -38,28 +38,16 @@ case $MODE in
   *) echo "usage: bench/status.sh [light|heavy]" >&2; exit 2 ;;
 esac
 TPURUN_BIN=${TPURUN_BIN:-$root/build/tpurun}
-FAKEPOD=$root/scripts/fakepod
 KEX=curve25519-sha256
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 
-[[ $(id -u) == 0 ]] || { echo "run as root (it drives scripts/fakepod)" >&2; exit 2; }
-[[ -x $TPURUN_BIN ]] || { echo "no tpurun binary at $TPURUN_BIN (set TPURUN_BIN)" >&2; exit 2; }
 for tool in pdsh ssh lsof setpriv python3; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
 done
 
-# What to restore: a pod that is down stays down.
-if "$FAKEPOD" status 2>/dev/null | grep -q '^pod down'; then
-  previous=0
-else
-  previous=$("$FAKEPOD" env | sed -n 's/^FAKEPOD_WORKERS=//p')
-fi
 if [[ $MODE == heavy ]] && (($(ulimit -Hn) < FDS + 64)); then ulimit -Hn $((FDS + 64)); fi
-"$FAKEPOD" up "$WORKERS" >&2
-eval "$("$FAKEPOD" env)"
-bin=$FAKEPOD_STATE/bin/tpurun-bench
-install -m 755 "$TPURUN_BIN" "$bin"
-work=$(mktemp -d /var/tmp/tpurun-bench-status.XXXXXX)
-chmod 755 "$work"
+bench_pod_up status
 declare -A trainer_pids=() holder_pgids=()
 
 cleanup() {
@@ -74,13 +62,7 @@ cleanup() {
     "$FAKEPOD" exec "$w" -- kill -9 -- "-${trainer_pids[$w]}" >/dev/null 2>&1
     "$FAKEPOD" exec "$w" -- rm -rf /tmp/libtpu_lockfile /tmp/tpu_logs /tmp/bench-trainer.log >/dev/null 2>&1
   done
-  rm -f "$bin"
-  rm -rf "$work"
-  if [[ $previous == 0 ]]; then
-    "$FAKEPOD" down >&2
-  elif [[ -n $previous && $previous != "$WORKERS" ]]; then
-    "$FAKEPOD" up "$previous" >&2
-  fi
+  bench_pod_restore
 }
 trap cleanup EXIT
 
