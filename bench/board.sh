@@ -87,13 +87,6 @@ run_sequential() {
 
 results=$work/times.txt
 : >"$results"
-timed() {  # LABEL FUNCTION
-  local start end
-  start=$(date +%s%N)
-  "$2"
-  end=$(date +%s%N)
-  echo "$1 $(((end - start) / 1000))" >>"$results"
-}
 
 # Warm up, and make sure the board sees bob's job.
 for _ in $(seq 100); do

@@ -36,3 +36,12 @@ bench_pod_restore() {
     "$FAKEPOD" up "$bench_previous" >&2
   fi
 }
+
+# timed LABEL FUNCTION: runs FUNCTION and appends "LABEL MICROSECONDS" to $results.
+timed() {  # LABEL FUNCTION
+  local start end
+  start=$(date +%s%N)
+  "$2"
+  end=$(date +%s%N)
+  echo "$1 $(((end - start) / 1000))" >>"$results"
+}

@@ -120,13 +120,6 @@ run_lsof() { as_alice pdsh -R ssh -f 64 -w "$hosts" sudo lsof -w /dev/accel0 >/d
 
 results=$work/times.txt
 : >"$results"
-timed() {  # LABEL FUNCTION
-  local start end
-  start=$(date +%s%N)
-  "$2"
-  end=$(date +%s%N)
-  echo "$1 $(((end - start) / 1000))" >>"$results"
-}
 
 # Warm up: host keys recorded, page cache and sudo's first run out of the way.
 run_exec

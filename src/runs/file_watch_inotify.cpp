@@ -115,7 +115,7 @@ std::unique_ptr<FileWatch> make_inotify_watch(const std::string& dir, const std:
                                               BackoffOptions backoff, std::chrono::milliseconds sweep_every) {
   UniqueFd fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!fd) return nullptr;
-  if (::inotify_add_watch(fd.get(), heard_dir.c_str(), kEvents | IN_ONLYDIR) < 0) return nullptr;
+  if (::inotify_add_watch(fd.get(), heard_dir.c_str(), kEvents | IN_ONLYDIR | IN_DONT_FOLLOW) < 0) return nullptr;
   return std::make_unique<InotifyWatch>(dir, std::move(fd), backoff, sweep_every);
 }
 

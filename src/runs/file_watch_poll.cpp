@@ -26,7 +26,7 @@ struct Seen {
 class PollWatch : public FileWatch {
  public:
   PollWatch(const std::string& dir, BackoffOptions backoff)
-      : dir_(dir), dir_fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)), backoff_(backoff) {}
+      : dir_(dir), dir_fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)), backoff_(backoff) {}
 
   int add(const std::string& name) override {
     files_.push_back(File{name, PollBackoff(Clock::now(), backoff_), Seen{}});
