@@ -22,6 +22,7 @@
 #include "cli/tensorboard.hpp"
 #include "tpurun/config.hpp"
 #include "tpurun/suggest.hpp"
+#include "tpurun/version.hpp"
 #include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   app.footer(kFooter);
   app.require_subcommand(1);
   app.fallthrough();  // global flags are accepted after the subcommand too
-  app.set_version_flag("--version", "tpurun 0.1.0");
+  app.set_version_flag("--version", version_line());
 
   std::string config_path, pod_name;
   int verbosity = 0;
