@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "cli/identity.hpp"
-#include "cli/report.hpp"
+#include "util/identity.hpp"
+#include "ui/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/run_state.hpp"

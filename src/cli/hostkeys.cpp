@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/report.hpp"
+#include "ui/report.hpp"
 #include "transport/known_hosts.hpp"
 #include "tpurun/worker_select.hpp"
 

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "cli/identity.hpp"
-#include "cli/run_follow.hpp"
+#include "util/identity.hpp"
+#include "runs/run_follow.hpp"
 #include "tpurun/follow.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/worker_select.hpp"

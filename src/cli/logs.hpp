@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "cli/context.hpp"
+#include "tpurun/context.hpp"
 
 namespace tpurun::cli {
 

@@ -7,8 +7,8 @@
 #include <ctime>
 #include <map>
 
-#include "cli/identity.hpp"
-#include "cli/report.hpp"
+#include "util/identity.hpp"
+#include "ui/report.hpp"
 #include "tpurun/follow.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/run_state.hpp"

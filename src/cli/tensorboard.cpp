@@ -7,9 +7,9 @@
 
 #include <set>
 
-#include "cli/identity.hpp"
-#include "cli/report.hpp"
-#include "cli/tensorboard_launch.hpp"
+#include "util/identity.hpp"
+#include "ui/report.hpp"
+#include "util/local_programs.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/shell_quote.hpp"
 #include "tpurun/tensorboard_spec.hpp"

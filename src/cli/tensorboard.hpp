@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "tpurun/context.hpp"
 
 namespace tpurun::cli {
 
