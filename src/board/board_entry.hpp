@@ -23,7 +23,8 @@ struct BoardHolder {
 struct BoardEntry {
   std::string pod;
   std::string accelerator;   // e.g. "v4-32", when known (board.gcloud)
-  std::string gcloud_state;  // READY, PREEMPTED, ... for TPU VMs listed by board.gcloud
+  std::string gcloud_state;  // READY, PREEMPTED, ...: board.gcloud's TPU VMs, and gcloud pods that are not READY
+  std::string gcloud_health;  // " (health UNHEALTHY_MAINTENANCE: ...)", when gcloud says more
   std::string state;  // free, busy, partial, unreachable, error
   std::vector<BoardHolder> holders;
   std::optional<Claim> claim;

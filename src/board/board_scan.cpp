@@ -11,6 +11,7 @@
 #include "board/board_gcloud.hpp"
 #include "board/claim_check.hpp"
 #include "tpurun/kept_connections.hpp"
+#include "tpurun/tpu_node.hpp"
 
 namespace tpurun {
 
@@ -18,6 +19,7 @@ struct BoardScanner::Pod {
   std::string name;
   std::string accelerator;
   std::string gcloud_state;
+  std::string gcloud_health;  // " (health ...)" when gcloud says more than the state
   bool listed = false;  // by board.gcloud: loaded once, not from the config
   PodConfig config;
   std::unique_ptr<Transport> transport;  // null: could not be loaded (or not READY)
@@ -60,6 +62,14 @@ void BoardScanner::load(Pod& pod) {
   try {
     pod.config = load_pod(request, ctx_.env, ctx_.processes);
     attach_transport(pod);
+    pod.gcloud_state.clear();
+    pod.gcloud_health.clear();
+  } catch (const TpuUnavailable& e) {
+    // Not an error of the board: the pod is down, and gcloud says how.
+    pod.transport.reset();
+    pod.error.clear();
+    pod.gcloud_state = e.node().state;
+    pod.gcloud_health = describe_state(e.node()).substr(e.node().state.size());
   } catch (const std::exception& e) {
     pod.transport.reset();
     pod.error = e.what();
@@ -86,6 +96,7 @@ std::vector<BoardEntry> BoardScanner::scan(const CancelToken& cancel, WallClock:
     entries[i].pod = pod.name;
     entries[i].accelerator = pod.accelerator;
     entries[i].gcloud_state = pod.gcloud_state;
+    entries[i].gcloud_health = pod.gcloud_health;
     if (!pod.transport && !pod.listed && scans_ > 0) load(pod);  // gcloud may answer this time
     if (!pod.transport) {  // a listed TPU VM that is not READY has no workers to scan
       entries[i].state = pod.error.empty() ? "unreachable" : "error";

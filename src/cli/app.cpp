@@ -86,6 +86,12 @@ Target resolve_target(const TargetOptions& options, Context& ctx) {
   return select_workers(load_pod(ctx.pod_request, ctx.env, ctx.processes), options.workers);
 }
 
+PodConfig load_pod_records(Context& ctx) {
+  PodRequest request = ctx.pod_request;
+  request.need_workers = false;
+  return load_pod(request, ctx.env, ctx.processes);
+}
+
 int main(int argc, char** argv) {
   CLI::App app{kDescription, "tpurun"};
   app.footer(kFooter);

@@ -21,4 +21,9 @@ void add_target_options(CLI::App& cmd, TargetOptions& options);
 // Loads the pod and applies --worker. Throws ConfigError / UsageError.
 Target resolve_target(const TargetOptions& options, Context& ctx);
 
+// The pod's roots and SSH settings, for commands that read run records
+// (logs, runs, gc, tensorboard): no gcloud describe, so they work while the
+// TPU VM is preempted, stopped or deleted.
+PodConfig load_pod_records(Context& ctx);
+
 }  // namespace tpurun::cli

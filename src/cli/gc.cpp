@@ -64,7 +64,7 @@ Examples:
 }
 
 int run_gc(const GcOptions& o, Context& ctx) {
-  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  PodConfig pod = load_pod_records(ctx);
   if (pod.staging_root.empty()) {
     throw UsageError(fmt::format("pod '{}' has no staging_root; see docs/config.md", pod.name));
   }

@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "tpurun/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

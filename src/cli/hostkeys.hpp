@@ -18,9 +18,6 @@ struct HostKeysOptions {
   bool json = false;
 };
 
-// `gcloud compute tpus tpu-vm ssh NAME --zone Z [--project P] --worker=W --command=true`
-std::vector<std::string> gcloud_import_argv(const GcloudSpec& spec, const std::string& workers);
-
 CLI::App* register_hostkeys(CLI::App& app, HostKeysOptions& options);
 int run_hostkeys(const HostKeysOptions& options, Context& ctx);
 

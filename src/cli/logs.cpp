@@ -34,7 +34,7 @@ Examples:
 }
 
 int run_logs(const LogsOptions& o, Context& ctx) {
-  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   const std::string user = local_user(ctx.env);
   const std::string dir = resolve_run_dir(pod.logs_root, user, o.run);

@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "tpurun/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

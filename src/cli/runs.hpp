@@ -1,7 +1,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
-#include "tpurun/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

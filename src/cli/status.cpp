@@ -10,6 +10,7 @@
 #include "board/board_scan.hpp"
 #include "tpu/holders.hpp"
 #include "tpurun/printer.hpp"
+#include "tpurun/tpu_node.hpp"
 #include "tpurun/worker_select.hpp"
 #include "ui/board_view.hpp"
 #include "ui/board_watch.hpp"
@@ -33,6 +34,25 @@ int run_status_all(const StatusOptions& o, Context& ctx) {
   });
   if (o.json) print_json(ctx.out, board_to_json(entries, now));
   return board_exit_code(entries, ctx.cancel);
+}
+
+// A gcloud pod whose TPU VM is not READY (or is gone) has no workers to scan:
+// what gcloud reported is the status.
+int print_unavailable(const TpuUnavailable& e, bool json, Context& ctx) {
+  const TpuNode& node = e.node();
+  if (json) {
+    auto text_or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+    print_json(ctx.out, {{"pod", ctx.pod_request.pod.value_or("")},
+                         {"exit_code", 255},
+                         {"gcloud_state", node.state},
+                         {"gcloud_health", text_or_null(node.health)},
+                         {"gcloud_health_description", text_or_null(node.health_description)},
+                         {"error", e.what()},
+                         {"workers", nlohmann::json::array()}});
+  } else {
+    fmt::print(ctx.out, "{}\n", e.what());
+  }
+  return 255;
 }
 
 }  // namespace
@@ -73,7 +93,12 @@ Examples:
 int run_status(const StatusOptions& o, Context& ctx) {
   if (o.watch && !o.all) throw UsageError("--watch refreshes the board of every pod: use it with --all");
   if (o.all) return run_status_all(o, ctx);
-  Target target = resolve_target(o.target, ctx);
+  Target target;
+  try {
+    target = resolve_target(o.target, ctx);
+  } catch (const TpuUnavailable& e) {
+    return print_unavailable(e, o.json, ctx);
+  }
   auto transport = ctx.make_transport(target.pod);
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
   printer.progress(fmt::format("scanning {} workers...", target.workers.size()));

@@ -33,7 +33,7 @@ std::string board_label(const BoardEntry& e) {
 std::string format_board_line(const BoardEntry& e, WallClock::time_point now, size_t name_width) {
   std::string line = fmt::format("{:<{}}  {:<13}", board_label(e), name_width, e.state);
   std::vector<std::string> parts;
-  if (!e.gcloud_state.empty() && e.gcloud_state != "READY") parts.push_back("gcloud: " + e.gcloud_state);
+  if (!e.gcloud_state.empty() && e.gcloud_state != "READY") parts.push_back("gcloud: " + e.gcloud_state + e.gcloud_health);
   for (const BoardHolder& h : e.holders) {
     parts.push_back(fmt::format("{}: {}{} on {}, {}", h.user, truncate_text(h.command, 40),
                                 h.run_id ? " [run " + *h.run_id + "]" : "", compact_worker_set(h.workers),
