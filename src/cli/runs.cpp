@@ -7,8 +7,8 @@
 #include <ctime>
 #include <map>
 
-#include "cli/identity.hpp"
-#include "cli/report.hpp"
+#include "util/identity.hpp"
+#include "ui/report.hpp"
 #include "tpurun/follow.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/run_state.hpp"
@@ -64,7 +64,10 @@ void check_liveness(std::vector<RunView>& runs, Context& ctx, int fanout) {
       PodRequest request = ctx.pod_request;
       request.pod = pod_name;
       pod = load_pod(request, ctx.env, ctx.processes);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      // One line: the records below still say what they know.
+      fmt::print(ctx.err, "tpurun: cannot check the jobs of {} run(s) on pod '{}': {}\n", pod_runs.size(), pod_name,
+                 e.what());
     }
     PidsByWorker pids;
     for (RunView* run : pod_runs) {
@@ -173,7 +176,7 @@ Runs made by older tpurun versions show exited(CODE), lost or unknown per worker
 }
 
 int run_runs(const RunsOptions& o, Context& ctx) {
-  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   std::vector<RunView> runs;
   for (const std::string& dir : list_run_dirs(pod.logs_root, local_user(ctx.env))) {
