@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "cli/supervise.hpp"
 #include "cli/tensorboard.hpp"
 #include "tpurun/config.hpp"
+#include "tpurun/diagnostics.hpp"
 #include "tpurun/suggest.hpp"
 #include "tpurun/version.hpp"
 #include "tpurun/worker_select.hpp"
@@ -145,6 +147,8 @@ int main(int argc, char** argv) {
     check_subcommand(argc, argv, app);
     app.parse(argc, argv);
     ctx.verbosity = verbosity;
+    init_diagnostics(verbosity);
+    spdlog::debug("{}", version_line());
     ctx.make_transport = [&ctx](const PodConfig& pod) { return make_real_transport(pod, ctx.verbosity); };
     if (!config_path.empty()) ctx.pod_request.config_path = config_path;
     if (!pod_name.empty()) ctx.pod_request.pod = pod_name;

@@ -2,10 +2,10 @@
 
 
 #include <algorithm>
-#include <cstdio>
 #include <fmt/format.h>
 #include <thread>
 
+#include "tpurun/diagnostics.hpp"
 #include "tpurun/gang.hpp"
 #include "tpurun/launch.hpp"
 #include "tpurun/liveness.hpp"
@@ -82,10 +82,7 @@ class Supervisor {
     return state ? std::max(1, state->attempt) : 1;
   }
 
-  void say(const std::string& text) {
-    fmt::print("{} {}\n", iso8601_utc(Clock::now()), text);
-    std::fflush(stdout);
-  }
+  void say(const std::string& text) { watcher_log().info(text); }
 
   void save(bool force) {
     RunState state = monitor_.state();
