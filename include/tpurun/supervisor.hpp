@@ -48,5 +48,7 @@ struct RestartCheck {
 };
 RestartCheck check_restart(const RunRecord& record, const PodConfig& pod, Transport& transport,
                            ProcessRunner& processes, int fanout, const CancelToken& cancel);
+// The TPU VM part alone (no worker is asked): nothing to do for other pods.
+RestartCheck check_tpu_vms(const RunRecord& record, const PodConfig& pod, ProcessRunner& processes);
 
 }  // namespace tpurun

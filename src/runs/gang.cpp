@@ -155,7 +155,7 @@ void GangMonitor::give_up() {
 }
 
 void GangMonitor::preempted(Preemption what) {
-  if (is_final(state_.verdict)) return;
+  if (is_final(state_.verdict) && state_.verdict != RunVerdict::lost) return;  // lost: because of it
   what.attempt = state_.attempt;
   state_.preemptions.push_back(std::move(what));
   state_.verdict = RunVerdict::preempted;

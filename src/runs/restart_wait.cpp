@@ -67,8 +67,7 @@ bool move_workers(RestartCheck& check, const std::string& tpu, const std::vector
 
 }  // namespace
 
-RestartCheck check_restart(const RunRecord& record, const PodConfig& pod, Transport& transport,
-                           ProcessRunner& processes, int fanout, const CancelToken& cancel) {
+RestartCheck check_tpu_vms(const RunRecord& record, const PodConfig& pod, ProcessRunner& processes) {
   RestartCheck check;
   check.workers = record.workers;
   if (pod.gcloud) {
@@ -87,7 +86,13 @@ RestartCheck check_restart(const RunRecord& record, const PodConfig& pod, Transp
     auto within = [](const Worker& w) { return w.slice_worker; };
     if (!move_workers(check, slice.gcloud->name, node->workers, mine, within)) return check;
   }
+  return check;
+}
 
+RestartCheck check_restart(const RunRecord& record, const PodConfig& pod, Transport& transport,
+                           ProcessRunner& processes, int fanout, const CancelToken& cancel) {
+  RestartCheck check = check_tpu_vms(record, pod, processes);
+  if (!check.ready()) return check;
   std::vector<std::string> blockers;
   for (const WorkerScanResult& r : scan_workers(check.workers, transport, fanout, cancel, pod.device_globs)) {
     const std::string who = r.worker.display();

@@ -223,10 +223,10 @@ class Supervisor {
     prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
   }
 
-  // A relaunch is due but the TPU VM is gone for good: the run ends here.
+  // The TPU VM is gone for good: the run ends here, whatever attempts are left.
   bool preempted(const RestartCheck& check) {
-    say(fmt::format("cannot relaunch: {}; it never comes back by itself: delete it and create it again, then "
-                    "stage the run again (its logs stay here)",
+    say(fmt::format("{}; it never comes back by itself: delete it and create it again, then stage the run again "
+                    "(its logs stay here)",
                     check.gone));
     const std::string tpu = setup_.pod.gcloud ? setup_.pod.gcloud->name : setup_.pod.name;
     monitor_.preempted(Preemption{tpu, check.gone_state, check.gone, iso8601_utc(Clock::now()), 0});
@@ -245,6 +245,12 @@ class Supervisor {
   }
 
   int finish() {
+    // A lost gang on a gcloud pod: was the TPU VM preempted? Then say so.
+    if (monitor_.state().verdict == RunVerdict::lost && !signalled_) {
+      if (RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_); !check.gone.empty()) {
+        preempted(check);
+      }
+    }
     monitor_.give_up();
     const RunState& s = monitor_.state();
     if (s.verdict != RunVerdict::preempted) message_.clear();
