@@ -24,6 +24,7 @@
 #include "tpurun/suggest.hpp"
 #include "tpurun/worker_select.hpp"
 #include "transport/real_transport.hpp"
+#include "ui/first_use.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -144,7 +145,9 @@ int main(int argc, char** argv) {
     check_subcommand(argc, argv, app);
     app.parse(argc, argv);
     ctx.verbosity = verbosity;
-    ctx.make_transport = [&ctx](const PodConfig& pod) { return make_real_transport(pod, ctx.verbosity); };
+    ctx.make_transport = [&ctx](const PodConfig& pod) {
+      return with_first_use_offer(make_real_transport(pod, ctx.verbosity), pod, ctx);
+    };
     if (!config_path.empty()) ctx.pod_request.config_path = config_path;
     if (!pod_name.empty()) ctx.pod_request.pod = pod_name;
     ctx.cancel = CancelToken(install_interrupt_handler());
