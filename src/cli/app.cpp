@@ -10,6 +10,7 @@
 
 #include "cli/claim.hpp"
 #include "tpurun/context.hpp"
+#include "cli/doctor.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
 #include "cli/hostkeys.hpp"
@@ -44,6 +45,7 @@ constexpr const char* kFooter = R"(Typical session:
   tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
   tpurun claim v4-32 --for 3h --note "lr sweep"   # others' stage/exec refuse it
   tpurun tensorboard last            # TensorBoard on this host, plus the ssh -L line
+  tpurun doctor                      # every problem between here and a working run
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
@@ -120,6 +122,7 @@ int main(int argc, char** argv) {
   ReleaseOptions release;
   ClaimsOptions claims;
   TensorBoardOptions tensorboard;
+  DoctorOptions doctor;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
       {register_release(app, release), [&](Context& c) { return run_release(release, c); }},
       {register_claims(app, claims), [&](Context& c) { return run_claims(claims, c); }},
       {register_tensorboard(app, tensorboard), [&](Context& c) { return run_tensorboard(tensorboard, c); }},
+      {register_doctor(app, doctor), [&](Context& c) { return run_doctor(doctor, c); }},
   };
 
   SystemEnvironment env;
