@@ -1,0 +1,158 @@
+"""Mounts one NFSv3-like client of an export (see docs/simulator-nfs.md).
+
+    /usr/bin/python3 -m sim.nfs.mount --export DIR --mountpoint MP [options]
+
+It returns once the mount is ready, leaving the daemon behind (or stays in the
+foreground with --foreground). Unmount with `umount MP` (or fusermount3 -u);
+the daemon then exits. Run it inside a worker's mount and PID namespaces
+(nsenter -t PID -m -p) to give that worker its own client.
+"""
+import argparse
+import logging
+import os
+import signal
+import sys
+
+from .attrcache import Timeouts
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="python3 -m sim.nfs.mount",
+        description="Mount one NFSv3-like FUSE client of a shared export directory.")
+    p.add_argument("--export", required=True, help="the backing directory (the server's export)")
+    p.add_argument("--mountpoint", required=True, help="where this client mounts it")
+    t = p.add_argument_group("client caching (nfs(5) names and defaults)")
+    t.add_argument("--acregmin", type=float, default=3.0, help="seconds (default 3)")
+    t.add_argument("--acregmax", type=float, default=60.0, help="seconds (default 60)")
+    t.add_argument("--acdirmin", type=float, default=30.0, help="seconds (default 30)")
+    t.add_argument("--acdirmax", type=float, default=60.0, help="seconds (default 60)")
+    t.add_argument("--actimeo", type=float, help="sets all four")
+    t.add_argument("--noac", action="store_true", help="no attribute caching (actimeo=0)")
+    t.add_argument("--lookupcache", choices=["all", "positive", "none"], default="all",
+                   help="which lookups are cached until the directory changes (default all)")
+    t.add_argument("--nocto", action="store_true", help="no close-to-open revalidation")
+    t.add_argument("--writeback", type=float, default=30.0,
+                   help="seconds dirty data stays on this client before it is written back "
+                        "(vm.dirty_expire_centisecs; default 30)")
+    s = p.add_argument_group("server (export options)")
+    s.add_argument("--no-root-squash", action="store_true", help="root stays root (default: squashed)")
+    s.add_argument("--anonuid", type=int, default=65534)
+    s.add_argument("--anongid", type=int, default=65534)
+    p.add_argument("--foreground", action="store_true", help="stay attached; Ctrl-C unmounts")
+    p.add_argument("--log", help="append the daemon's log here (default: stderr, then nothing)")
+    p.add_argument("--debug", action="store_true")
+    a = p.parse_args(argv)
+    if a.actimeo is not None:
+        a.acregmin = a.acregmax = a.acdirmin = a.acdirmax = a.actimeo
+    if a.noac:
+        a.acregmin = a.acregmax = a.acdirmin = a.acdirmax = 0.0
+    return a
+
+
+def options_from(a):
+    from .fs import Options
+    return Options(
+        timeouts=Timeouts(a.acregmin, a.acregmax, a.acdirmin, a.acdirmax),
+        lookupcache=a.lookupcache,
+        cto=not a.nocto,
+        writeback=a.writeback,
+        root_squash=not a.no_root_squash,
+        anonuid=a.anonuid,
+        anongid=a.anongid,
+    )
+
+
+def check_setup(a):
+    """Clear errors for what would otherwise fail obscurely. Returns a message or None."""
+    if os.geteuid() != 0:
+        return "must run as root (it mounts with allow_other and acts as each caller)"
+    if not os.path.exists("/dev/fuse"):
+        return "no /dev/fuse here"
+    if not os.path.isdir(a.export):
+        return f"the export {a.export} is not a directory"
+    if not os.path.isdir(a.mountpoint):
+        return f"the mountpoint {a.mountpoint} is not a directory"
+    if os.path.realpath(a.export) == os.path.realpath(a.mountpoint):
+        return "the export and the mountpoint must differ"
+    try:
+        if os.readlink("/proc/self") != str(os.getpid()):
+            raise OSError
+    except OSError:
+        return ("/proc is not this PID namespace's: enter the worker's PID namespace too "
+                "(nsenter -t PID -m -p), or the daemon cannot read its callers' groups")
+    return None
+
+
+def serve(a, ready_fd=None):
+    import pyfuse3
+    import trio
+
+    from .fs import NfsClient
+
+    ops = NfsClient(a.export, options_from(a))
+    opts = set(pyfuse3.default_options)  # default_permissions: see fs.py
+    opts |= {"allow_other", "fsname=" + os.path.abspath(a.export), "subtype=simnfs"}
+    os.umask(0)  # modes arrive with the caller's umask already applied
+    pyfuse3.init(ops, a.mountpoint, opts)
+    if ready_fd is not None:
+        os.write(ready_fd, b"ok")
+        os.close(ready_fd)
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ops.writeback_loop)
+            await pyfuse3.main(min_tasks=2, max_tasks=16)
+            nursery.cancel_scope.cancel()
+
+    def stop(signum, frame):
+        pyfuse3.terminate()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        trio.run(main)
+    finally:
+        for node in list(ops.nodes.values()):
+            try:
+                ops._flush_dirty(node)
+            except OSError:
+                pass
+        pyfuse3.close(unmount=True)
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    problem = check_setup(a)
+    if problem:
+        print(f"sim.nfs.mount: {problem}", file=sys.stderr)
+        return 2
+    level = logging.DEBUG if a.debug else logging.INFO
+    fmt = "%(asctime)s sim.nfs[%(process)d] %(levelname)s %(message)s"
+    if a.foreground:
+        logging.basicConfig(level=level, format=fmt, filename=a.log)
+        serve(a)
+        return 0
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid > 0:
+        os.close(write_end)
+        answer = os.read(read_end, 2)
+        if answer == b"ok":
+            return 0
+        _, status = os.waitpid(pid, 0)
+        print(f"sim.nfs.mount: mounting {a.mountpoint} failed (see above)", file=sys.stderr)
+        return 1
+    os.close(read_end)
+    os.setsid()
+    logging.basicConfig(level=level, format=fmt, filename=a.log or os.devnull)
+    try:
+        serve(a, ready_fd=write_end)
+    except BaseException as e:  # noqa: BLE001 - reported to the waiting parent via stderr
+        print(f"sim.nfs.mount: {e}", file=sys.stderr)
+        os._exit(1)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
