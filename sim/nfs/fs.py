@@ -86,12 +86,13 @@ class Node:
 
 
 class Handle:
-    __slots__ = ("fd", "node", "sync")
+    __slots__ = ("fd", "node", "sync", "writable")
 
-    def __init__(self, fd, node, sync):
+    def __init__(self, fd, node, sync, writable=False):
         self.fd = fd
         self.node = node
         self.sync = sync
+        self.writable = writable
 
 
 def _seen(st):
@@ -230,6 +231,7 @@ class NfsClient(pyfuse3.Operations):
         forever; the invalidation then lands as soon as the lock is free.
         """
         names, dir_node.given = dir_node.given, set()
+        log.debug("directory %d changed: forgetting %d names", dir_node.ino, len(names))
         if not names:
             return
         ino = dir_node.ino
@@ -316,6 +318,7 @@ class NfsClient(pyfuse3.Operations):
             node.lookups += 1
             return self._attrs(node, st, self._timeout(node, st)[1])
         self._stat(parent)
+        log.debug("lookup %d %r", parent_inode, name)
         try:
             st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -353,6 +356,7 @@ class NfsClient(pyfuse3.Operations):
         node = self._node(inode)
         st = self._stat(node)
         changed, timeo = self._timeout(node, st)
+        log.debug("getattr %d changed=%s timeout=%s", inode, changed, timeo)
         if changed and node.is_dir:
             await self._forget_names(node)
         return self._attrs(node, st, timeo)
@@ -581,7 +585,7 @@ class NfsClient(pyfuse3.Operations):
         fh = self.next_fh
         self.next_fh += 1
         sync = bool(flags & (os.O_SYNC | os.O_DSYNC | os.O_DIRECT))
-        self.handles[fh] = Handle(fd, node, sync)
+        self.handles[fh] = Handle(fd, node, sync, (flags & os.O_ACCMODE) != os.O_RDONLY)
         node.opens += 1
         return fh
 
@@ -654,9 +658,11 @@ class NfsClient(pyfuse3.Operations):
 
     @_oserror
     async def flush(self, fh):
-        # close(): close-to-open writes everything back (nfs_file_flush).
+        # close() of a file open for writing writes back everything dirty in
+        # the inode (nfs_file_flush: nothing for read-only opens, else nfs_wb_all).
         handle = self.handles[fh]
-        self._flush_dirty(handle.node)
+        if handle.writable:
+            self._flush_dirty(handle.node)
 
     @_oserror
     async def fsync(self, fh, datasync):
