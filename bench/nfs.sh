@@ -128,7 +128,11 @@ timed() { # LABEL COMMAND...: appends "LABEL wall_seconds" to $results
   local label=$1
   shift
   sync
-  as_user /usr/bin/time -f "%e" -o "$out/u/time.txt" "$@" >"$out/last.log"
+  if ! as_user /usr/bin/time -f "%e" -o "$out/u/time.txt" "$@" >"$out/last.log" 2>"$out/$label.err"; then
+    echo "bench/nfs.sh: $label failed ($*); the first errors ($out/$label.err):" >&2
+    head -5 "$out/$label.err" >&2
+    exit 1
+  fi
   echo "$label $(cat "$out/u/time.txt")" >>"$results"
 }
 

@@ -84,11 +84,29 @@ def check_setup(a):
     return None
 
 
+def raise_fd_limit():
+    """One O_PATH fd per inode the kernel remembers: a staged tree needs tens of thousands."""
+    import resource
+    try:
+        with open("/proc/sys/fs/nr_open") as f:
+            ceiling = int(f.read())
+    except (OSError, ValueError):
+        ceiling = 1 << 20
+    want = min(ceiling, 1 << 20)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), max(hard, want)))
+    except (OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def serve(a, ready_fd=None):
     import pyfuse3
     import trio
 
     from .fs import NfsClient
+
+    raise_fd_limit()
 
     ops = NfsClient(a.export, options_from(a))
     opts = set(pyfuse3.default_options)  # default_permissions: see fs.py
