@@ -35,6 +35,7 @@ What comes from where:
 - ESTALE: a file handle whose file another client removed is stale; every
   operation on it fails with ESTALE (knfsd answers NFS3ERR_STALE).
 """
+import contextlib
 import errno
 import logging
 import os
@@ -47,7 +48,8 @@ import trio
 from pyfuse3 import FUSEError
 
 from .attrcache import AttrTimeo, Timeouts
-from .creds import ROOT, Identity, caller_groups, wire_creds
+from .creds import ROOT, Creds, Identity, caller_groups, wire_creds
+from .handles import FdPool
 from .dirty import Dirty
 
 log = logging.getLogger("sim.nfs")
@@ -67,22 +69,38 @@ class Options:
     anonuid: int = 65534
     anongid: int = 65534
     proc: str = "/proc"
+    fd_cache: int = 4096  # O_PATH fds kept open; other nodes are reopened by handle
 
 
 class Node:
-    """One inode this client knows: an O_PATH fd on the export is its file handle."""
+    """One inode this client knows, by its file handle (handles.py)."""
 
-    __slots__ = ("ino", "fd", "lookups", "opens", "is_dir", "attr", "given", "dirty")
+    __slots__ = ("ino", "pool", "handle", "pinned", "lookups", "opens", "is_dir", "attr", "given",
+                 "dirty", "__weakref__")
 
-    def __init__(self, ino, fd, is_dir):
+    def __init__(self, ino, pool, fd, is_dir):
         self.ino = ino
-        self.fd = fd
+        self.pool = pool
+        self.handle = None
+        self.pinned = None
+        pool.adopt(self, fd)
         self.lookups = 0
         self.opens = 0
         self.is_dir = is_dir
         self.attr = None  # AttrTimeo once attributes were handed out
         self.given = set()  # names in this directory the kernel may have cached
         self.dirty = Dirty()
+
+    @property
+    def fd(self):
+        """An O_PATH fd of the inode, reopened by handle if need be (ESTALE when gone)."""
+        return self.pool.get(self)
+
+    def __hash__(self):
+        return self.ino
+
+    def __eq__(self, other):
+        return self is other
 
 
 class Handle:
@@ -123,10 +141,12 @@ class NfsClient(pyfuse3.Operations):
         super().__init__()
         self.o = options
         self.ident = Identity()
+        self.mount_fd = os.open(export, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.pool = FdPool(self.mount_fd, self._as_root, options.fd_cache)
         fd = os.open(export, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         st = os.fstat(fd)
         self.root_backing_ino = st.st_ino
-        root = Node(pyfuse3.ROOT_INODE, fd, True)
+        root = Node(pyfuse3.ROOT_INODE, self.pool, fd, True)
         root.lookups = 1 << 40  # never forgotten
         self.nodes = {pyfuse3.ROOT_INODE: root}
         self.handles = {}
@@ -144,6 +164,16 @@ class NfsClient(pyfuse3.Operations):
         groups = caller_groups(ctx.pid, ctx.uid, self.o.proc)
         self.ident.become(wire_creds(ctx.uid, ctx.gid, groups, self.o.root_squash,
                                      self.o.anonuid, self.o.anongid))
+
+    @contextlib.contextmanager
+    def _as_root(self):
+        saved = self.ident.current
+        self.ident.become(ROOT)
+        try:
+            yield
+        finally:
+            if saved is not None:
+                self.ident.become(Creds(*saved))
 
     def _ino_of(self, st):
         return pyfuse3.ROOT_INODE if st.st_ino == self.root_backing_ino else st.st_ino
@@ -207,7 +237,7 @@ class NfsClient(pyfuse3.Operations):
                     os.close(fd)
                     node = old
             if node is None:
-                node = Node(ino, fd, stat.S_ISDIR(st.st_mode))
+                node = Node(ino, self.pool, fd, stat.S_ISDIR(st.st_mode))
                 self.nodes[ino] = node
         node.lookups += 1
         dir_node.given.add(name)
@@ -349,7 +379,7 @@ class NfsClient(pyfuse3.Operations):
             except OSError:
                 pass
         del self.nodes[node.ino]
-        os.close(node.fd)
+        self.pool.release(node)
 
     @_oserror
     async def getattr(self, inode, ctx=None):

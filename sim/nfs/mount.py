@@ -39,6 +39,8 @@ def parse_args(argv):
     s.add_argument("--no-root-squash", action="store_true", help="root stays root (default: squashed)")
     s.add_argument("--anonuid", type=int, default=65534)
     s.add_argument("--anongid", type=int, default=65534)
+    p.add_argument("--fd-cache", type=int, default=4096,
+                   help="O_PATH fds kept open (others are reopened by file handle; default 4096)")
     p.add_argument("--foreground", action="store_true", help="stay attached; Ctrl-C unmounts")
     p.add_argument("--log", help="append the daemon's log here (default: stderr, then nothing)")
     p.add_argument("--debug", action="store_true")
@@ -60,6 +62,7 @@ def options_from(a):
         root_squash=not a.no_root_squash,
         anonuid=a.anonuid,
         anongid=a.anongid,
+        fd_cache=max(2, a.fd_cache),
     )
 
 

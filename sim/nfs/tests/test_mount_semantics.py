@@ -10,11 +10,13 @@ from sim.nfs.tests.harness import (RENAME_EXCHANGE, RENAME_NOREPLACE, Inotify, T
 
 FUSE_SUPER_MAGIC = 0x65735546
 LONG = ("--actimeo", "600", "--writeback", "600")
+# Client B keeps only 4 fds: everything it touches is reopened by file handle.
+TINY_FD_CACHE = ("--fd-cache", "4")
 
 
 class SemanticsTest(TwoClients):
     options_a = LONG
-    options_b = LONG
+    options_b = LONG + TINY_FD_CACHE
 
     def test_renameat2_flags_are_einval_and_plain_rename_works(self):
         a, b, c = (f"{self.A}/{self.name()}-{i}" for i in (1, 2, 3))
@@ -94,6 +96,32 @@ class SemanticsTest(TwoClients):
         f.close()  # the kernel releases the file after close() returns
         self.assertTrue(eventually(
             lambda: not [x for x in os.listdir(self.export) if x.startswith(".nfs")]))
+
+    def test_a_file_removed_by_another_client_is_stale_even_by_handle(self):
+        n = self.name()
+        with open(f"{self.B}/{n}", "w") as f:
+            f.write("x")
+        fd = os.open(f"{self.B}/{n}", os.O_RDONLY)
+        try:
+            for i in range(10):  # push its O_PATH fd out of B's pool
+                open(f"{self.B}/{n}-{i}", "w").close()
+            os.unlink(f"{self.A}/{n}")
+            with self.assertRaises(OSError) as e:
+                os.pread(fd, 1, 0)
+            self.assertEqual(e.exception.errno, errno.ESTALE)
+        finally:
+            os.close(fd)
+
+    def test_many_files_through_a_small_fd_pool(self):
+        d = self.name()
+        os.mkdir(f"{self.B}/{d}")
+        for i in range(50):
+            with open(f"{self.B}/{d}/{i}", "w") as f:
+                f.write(str(i))
+        self.assertEqual(sorted(os.listdir(f"{self.B}/{d}"), key=int), [str(i) for i in range(50)])
+        self.assertEqual([open(f"{self.B}/{d}/{i}").read() for i in range(50)], [str(i) for i in range(50)])
+        os.rename(f"{self.B}/{d}/7", f"{self.B}/{d}/seven")
+        self.assertEqual(open(f"{self.A}/{d}/seven").read(), "7")
 
     def test_a_file_removed_by_another_client_is_stale(self):
         n = self.name()
