@@ -10,6 +10,7 @@ the daemon then exits. Run it inside a worker's mount and PID namespaces
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 
@@ -103,6 +104,37 @@ def raise_fd_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
+def _unescape(field):
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def our_mount(mountpoint):
+    """The "major:minor" of the simnfs mount at `mountpoint` in this mount namespace, or None."""
+    target = os.path.abspath(mountpoint)
+    found = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields = left.split()
+            if len(fields) >= 5 and _unescape(fields[4]) == target and right.startswith("fuse.simnfs "):
+                found = fields[2]  # the newest mount on that path wins
+    return found
+
+
+async def watch_mount(mountpoint, device, pyfuse3, trio):
+    """Exits when our mount is gone from this namespace.
+
+    umount ends a FUSE connection only when the last copy of the mount goes,
+    and a worker namespace made while this mount existed holds a copy. Then
+    the daemon would linger; instead it exits, and stray copies answer ENOTCONN.
+    """
+    while True:
+        await trio.sleep(2)
+        if our_mount(mountpoint) != device:
+            pyfuse3.terminate()
+            return
+
+
 def serve(a, ready_fd=None):
     import pyfuse3
     import trio
@@ -116,13 +148,25 @@ def serve(a, ready_fd=None):
     opts |= {"allow_other", "fsname=" + os.path.abspath(a.export), "subtype=simnfs"}
     os.umask(0)  # modes arrive with the caller's umask already applied
     pyfuse3.init(ops, a.mountpoint, opts)
+    device = our_mount(a.mountpoint)
     if ready_fd is not None:
         os.write(ready_fd, b"ok")
         os.close(ready_fd)
+        # Let go of the caller's stdio: whoever waits for its EOF (a pipe in a
+        # test, ssh) must not wait for this daemon.
+        sink = os.open(a.log or os.devnull, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(sink, 1)
+        os.dup2(sink, 2)
+        os.close(null)
+        os.close(sink)
 
     async def main():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ops.writeback_loop)
+            if device is not None:
+                nursery.start_soon(watch_mount, a.mountpoint, device, pyfuse3, trio)
             await pyfuse3.main(min_tasks=2, max_tasks=16)
             nursery.cancel_scope.cancel()
 
@@ -139,7 +183,7 @@ def serve(a, ready_fd=None):
                 ops._flush_dirty(node)
             except OSError:
                 pass
-        pyfuse3.close(unmount=True)
+        pyfuse3.close(unmount=device is not None and our_mount(a.mountpoint) == device)
 
 
 def main(argv=None):
