@@ -152,6 +152,7 @@ class NfsClient(pyfuse3.Operations):
         self.handles = {}
         self.next_fh = 1
         self.silly = {}  # ino -> (dir node, name) of silly-renamed files
+        self.groups_cache = {}  # (pid, uid, gid) -> (when, groups)
         self.silly_count = 0
 
     # ------------------------------------------------------------ helpers
@@ -161,7 +162,18 @@ class NfsClient(pyfuse3.Operations):
         if ctx is None:
             self.ident.become(ROOT)
             return
-        groups = caller_groups(ctx.pid, ctx.uid, self.o.proc)
+        key = (ctx.pid, ctx.uid, ctx.gid)
+        now = time.monotonic()
+        cached = self.groups_cache.get(key)
+        if cached is not None and now - cached[0] < 1.0:
+            groups = cached[1]
+        else:
+            # Reading /proc/PID/status costs more than most requests; a process
+            # changes its groups rarely, so its answer holds for a second.
+            groups = caller_groups(ctx.pid, ctx.uid, self.o.proc)
+            if len(self.groups_cache) > 4096:
+                self.groups_cache.clear()
+            self.groups_cache[key] = (now, groups)
         self.ident.become(wire_creds(ctx.uid, ctx.gid, groups, self.o.root_squash,
                                      self.o.anonuid, self.o.anongid))
 

@@ -178,6 +178,8 @@ def serve(a, ready_fd=None):
     try:
         trio.run(main)
     finally:
+        from .creds import ROOT
+        ops.ident.become(ROOT)  # the daemon's own files, from here on, as itself
         for node in list(ops.nodes.values()):
             try:
                 ops._flush_dirty(node)
