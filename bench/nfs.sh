@@ -87,7 +87,17 @@ cleanup() {
   if [[ -z ${KEEP:-} ]]; then rm -rf "$export_dir"; fi
 }
 trap cleanup EXIT
-(cd "$root" && $PY -m sim.nfs.mount --export "$export_dir" --mountpoint "$mnt" --log "$out/mount.log")
+(cd "$root" && $PY -m sim.nfs.mount --export "$export_dir" --mountpoint "$mnt" --log "$out/mount.log" \
+  --stats "$out/stats.json")
+daemon=$(pgrep -f -- "--mountpoint $mnt --log" | head -1)
+
+# requests FILE: the requests the client has served so far, by kind (JSON), into FILE.
+requests() {
+  rm -f "$out/stats.json"
+  kill -USR1 "$daemon"
+  for _ in $(seq 50); do [[ -e $out/stats.json ]] && break; sleep 0.1; done
+  cp "$out/stats.json" "$1"
+}
 
 echo "1. per-operation latency, $OPS of each, as $USER_ (median us; the mount / the backing dir)" >&2
 as_user mkdir "$mnt/ops" "$export_dir/ops-local" # (root is nobody on the mount)
@@ -124,16 +134,19 @@ for k in m:
     print(f"  {k:14} {m[k]:9.1f} {l[k]:9.1f}   x{m[k] / l[k]:.1f}")
 PY
 
-timed() { # LABEL COMMAND...: appends "LABEL wall_seconds" to $results
+timed() { # LABEL COMMAND...: appends "LABEL wall_seconds" to $results, and counts its requests
   local label=$1
   shift
   sync
+  requests "$out/$label.before.json"
   if ! as_user /usr/bin/time -f "%e" -o "$out/u/time.txt" "$@" >"$out/last.log" 2>"$out/$label.err"; then
     echo "bench/nfs.sh: $label failed ($*); the first errors ($out/$label.err):" >&2
     head -5 "$out/$label.err" >&2
     exit 1
   fi
   echo "$label $(cat "$out/u/time.txt")" >>"$results"
+  sleep 1 # the kernel's last releases arrive after the tool exits
+  requests "$out/$label.after.json"
 }
 
 echo "2-3. staging $FILES files / $BYTES bytes onto the mount, as $USER_" >&2
@@ -149,12 +162,21 @@ cp "$out/last.log" "$out/ours_unchanged.json"
 
 echo "last fresh snapshot:     $(cat "$out/ours_fresh.json")"
 echo "last unchanged re-stage: $(cat "$out/ours_unchanged.json")"
-$PY - "$results" <<'PY'
-import sys
+$PY - "$results" "$out" "$FILES" <<'PY'
+import json, sys
 t = dict((label, float(s)) for label, s in (line.split() for line in open(sys.argv[1])))
-print("one run on the NFS-like mount, wall seconds:")
-for k in ["cp_fresh", "rsync_fresh", "ours_fresh", "rsync_unchanged", "ours_unchanged"]:
-    print(f"  {k:16} {t[k]:7.2f}")
+out, files = sys.argv[2], int(sys.argv[3])
+labels = ["cp_fresh", "rsync_fresh", "ours_fresh", "rsync_unchanged", "ours_unchanged"]
+print("one run on the NFS-like mount: wall seconds, and the client's requests per file "
+      "(each a round trip to an NFS server, roughly; by kind, the larger ones):")
+for k in labels:
+    before = json.load(open(f"{out}/{k}.before.json"))
+    after = json.load(open(f"{out}/{k}.after.json"))
+    diff = {op: after.get(op, 0) - before.get(op, 0) for op in after}
+    total = sum(diff.values())
+    kinds = " ".join(f"{op} {n / files:.2f}" for op, n in sorted(diff.items(), key=lambda x: -x[1])
+                     if n / files >= 0.05)
+    print(f"  {k:16} {t[k]:7.2f} s  {total / files:5.2f} req/file  ({kinds})")
 fresh = t["ours_fresh"] / t["cp_fresh"]
 unchanged = t["ours_unchanged"] / t["rsync_unchanged"]
 print(f"fresh snapshot / cp -a:                 {fresh:.2f}  (target <= 1.0) {'ok' if fresh <= 1.0 else 'MISSED'}")

@@ -35,6 +35,7 @@ What comes from where:
 - ESTALE: a file handle whose file another client removed is stale; every
   operation on it fails with ESTALE (knfsd answers NFS3ERR_STALE).
 """
+import collections
 import contextlib
 import errno
 import logging
@@ -54,6 +55,10 @@ from .dirty import Dirty
 
 log = logging.getLogger("sim.nfs")
 
+REQUESTS = ("lookup", "getattr", "setattr", "readlink", "access", "statfs", "opendir", "readdir",
+            "releasedir", "mkdir", "mknod", "symlink", "link", "unlink", "rmdir", "rename",
+            "open", "create", "read", "write", "flush", "fsync", "release", "getxattr",
+            "setxattr", "removexattr", "listxattr")
 FOREVER = 24 * 3600.0  # "until revalidated": the daemon invalidates explicitly
 O_TMPFILE_BITS = getattr(os, "O_TMPFILE", 0o20200000) & ~os.O_DIRECTORY
 
@@ -153,9 +158,19 @@ class NfsClient(pyfuse3.Operations):
         self.next_fh = 1
         self.silly = {}  # ino -> (dir node, name) of silly-renamed files
         self.groups_cache = {}  # (pid, uid, gid) -> (when, groups)
+        # Requests by kind: the round trips an NFS client would make (--stats).
+        self.counts = collections.Counter()
+        for name in REQUESTS:
+            setattr(self, name, self._counted(name, getattr(self, name)))
         self.silly_count = 0
 
     # ------------------------------------------------------------ helpers
+
+    def _counted(self, name, method):
+        async def counted(*args, **kwargs):
+            self.counts[name] += 1
+            return await method(*args, **kwargs)
+        return counted
 
     def _as(self, ctx):
         """Acts as the caller, the way the server would see it over AUTH_SYS."""

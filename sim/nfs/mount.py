@@ -8,6 +8,7 @@ the daemon then exits. Run it inside a worker's mount and PID namespaces
 (nsenter -t PID -m -p) to give that worker its own client.
 """
 import argparse
+import json
 import logging
 import os
 import re
@@ -42,6 +43,8 @@ def parse_args(argv):
     s.add_argument("--anongid", type=int, default=65534)
     p.add_argument("--fd-cache", type=int, default=4096,
                    help="O_PATH fds kept open (others are reopened by file handle; default 4096)")
+    p.add_argument("--stats", help="on SIGUSR1, write the requests served so far, by kind, "
+                                   "to this file (JSON)")
     p.add_argument("--foreground", action="store_true", help="stay attached; Ctrl-C unmounts")
     p.add_argument("--log", help="append the daemon's log here (default: stderr, then nothing)")
     p.add_argument("--debug", action="store_true")
@@ -173,6 +176,22 @@ def serve(a, ready_fd=None):
     def stop(signum, frame):
         pyfuse3.terminate()
 
+    def dump_stats(signum, frame):
+        if not a.stats:
+            return
+        from .creds import ROOT
+        saved = ops.ident.current
+        ops.ident.become(ROOT)
+        try:
+            with open(a.stats + ".tmp", "w") as f:
+                json.dump(dict(ops.counts), f, sort_keys=True)
+            os.replace(a.stats + ".tmp", a.stats)
+        finally:
+            if saved is not None:
+                from .creds import Creds
+                ops.ident.become(Creds(*saved))
+
+    signal.signal(signal.SIGUSR1, dump_stats)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
