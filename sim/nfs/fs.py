@@ -748,15 +748,18 @@ class NfsClient(pyfuse3.Operations):
         self._maybe_drop(node)
 
     # ------------------------------------------------------------ xattrs
+    # ENOSYS tells FUSE to stop asking: it then answers EOPNOTSUPP itself, as
+    # NFSv3 does, with no round trip (the kernel asks for security.capability
+    # before the first write to every file; NFS makes no RPC for that).
 
     async def getxattr(self, inode, name, ctx):
-        raise FUSEError(errno.EOPNOTSUPP)
+        raise FUSEError(errno.ENOSYS)
 
     async def setxattr(self, inode, name, value, ctx):
-        raise FUSEError(errno.EOPNOTSUPP)
+        raise FUSEError(errno.ENOSYS)
 
     async def removexattr(self, inode, name, ctx):
-        raise FUSEError(errno.EOPNOTSUPP)
+        raise FUSEError(errno.ENOSYS)
 
     async def listxattr(self, inode, ctx):
-        return []
+        return []  # NFSv3: no names (FUSE's ENOSYS here would be EOPNOTSUPP)
