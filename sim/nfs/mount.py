@@ -92,7 +92,9 @@ def check_setup(a):
 
 
 def raise_fd_limit():
-    """One O_PATH fd per inode the kernel remembers: a staged tree needs tens of thousands."""
+    """As many fds as allowed: the fd pool (--fd-cache) plus every file the
+    callers hold open. Above the hard limit needs CAP_SYS_RESOURCE, which a
+    container may lack; then the soft limit goes up to the hard one."""
     import resource
     try:
         with open("/proc/sys/fs/nr_open") as f:
