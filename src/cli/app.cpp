@@ -12,6 +12,7 @@
 #include "tpurun/context.hpp"
 #include "cli/doctor.hpp"
 #include "cli/exec.hpp"
+#include "cli/init.hpp"
 #include "cli/gc.hpp"
 #include "cli/hostkeys.hpp"
 #include "cli/kill.hpp"
@@ -45,6 +46,7 @@ constexpr const char* kFooter = R"(Typical session:
   tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
   tpurun claim v4-32 --for 3h --note "lr sweep"   # others' stage/exec refuse it
   tpurun tensorboard last            # TensorBoard on this host, plus the ssh -L line
+  tpurun init                        # a first tpurun.json from gcloud's TPU VMs and your NFS mount
   tpurun doctor                      # every problem between here and a working run
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
@@ -123,6 +125,7 @@ int main(int argc, char** argv) {
   ClaimsOptions claims;
   TensorBoardOptions tensorboard;
   DoctorOptions doctor;
+  InitOptions init;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -138,6 +141,7 @@ int main(int argc, char** argv) {
       {register_claims(app, claims), [&](Context& c) { return run_claims(claims, c); }},
       {register_tensorboard(app, tensorboard), [&](Context& c) { return run_tensorboard(tensorboard, c); }},
       {register_doctor(app, doctor), [&](Context& c) { return run_doctor(doctor, c); }},
+      {register_init(app, init), [&](Context& c) { return run_init(init, c); }},
   };
 
   SystemEnvironment env;
