@@ -35,6 +35,7 @@ std::string verdict_text(const RunView& run) {
     text += fmt::format(": {} {} first", worker_name(run.record.workers, s.first_failure->worker),
                         s.first_failure->how == "lost" ? "lost" : s.first_failure->detail);
   }
+  if (s.verdict == RunVerdict::preempted && !s.preemptions.empty()) text += ": " + s.preemptions.back().detail;
   if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);
   if (!is_final(s.verdict) && !run.watched) text += ", UNWATCHED (tpurun logs RUN -f watches again)";
   return text;
@@ -154,6 +155,11 @@ nlohmann::json run_to_json(const RunView& run) {
     doc["first_failure"] = with_slice(j, run.record, f.worker);
   }
   doc["message"] = s.message;
+  doc["preemptions"] = nlohmann::json::array();
+  for (const Preemption& p : s.preemptions) {
+    doc["preemptions"].push_back(
+        {{"tpu", p.tpu}, {"state", p.state}, {"detail", p.detail}, {"at", p.at}, {"attempt", p.attempt}});
+  }
   doc["workers"] = workers;
   return doc;
 }

@@ -90,8 +90,11 @@ watcher stops the run on every other worker: your processes only, whole
 trees, SIGTERM, then SIGKILL after --grace. A worker that exits 0 stops nobody.
 With --restarts N the whole run is then relaunched from the same snapshot into
 the same log dir, once every worker is reachable and free again (backing off
-2s, 4s, 8s, ...). Exit status: 0 when every worker exited 0; the first failing
-worker's exit code; 255 when it was lost; 130 when you only detached.
+2s, 4s, 8s, ...); a gcloud pod's TPU VM is described again first, so the
+relaunch goes to its current addresses. Exit status: 0 when every worker
+exited 0; the first failing worker's exit code; 255 when it was lost; 75 when
+a relaunch was due but the TPU VM is PREEMPTED, TERMINATED or deleted (it
+never comes back by itself); 130 when you only detached.
 
 Multi-slice: --pod A,B (or a config pod with "slices": ["A", "B"]) runs one
 job across the pods A and B, each a slice, as one gang. Workers are numbered

@@ -34,6 +34,13 @@ void print_summary(const RunRecord& run, const RunState& s, LinePrinter& printer
     printer.note(fmt::format("run {} succeeded{}: all {} workers exited 0", run.run_id, attempts, s.workers.size()));
     return;
   }
+  if (s.verdict == RunVerdict::preempted) {
+    printer.note(fmt::format("run {} ended: its TPU VM is gone{}: {}", run.run_id, attempts,
+                             s.preemptions.empty() ? "preempted" : s.preemptions.back().detail));
+    printer.note("  it never comes back by itself: delete it and create it again, then stage the run again; "
+                 "its logs stay readable (tpurun logs " + run.run_id + ")");
+    return;
+  }
   if (s.verdict == RunVerdict::stopped) {
     printer.note(fmt::format("run {} was stopped{} ({} of {} workers had exited 0)", run.run_id, attempts, ok,
                              s.workers.size()));
@@ -90,6 +97,7 @@ int run_exit_code(const RunState& s) {
     case RunVerdict::succeeded: return 0;
     case RunVerdict::stopped: return 143;
     case RunVerdict::lost: return 255;
+    case RunVerdict::preempted: return kPreemptedExitCode;
     case RunVerdict::failed:
       if (!s.first_failure) return 1;
       if (s.first_failure->how == "lost") return 255;

@@ -20,8 +20,13 @@ int start_watcher(const RunRecord& run, Context& ctx);
 int follow_to_end(const RunRecord& run, const std::vector<Worker>& workers, LinePrinter& printer, Context& ctx,
                   bool raw = false);
 
+// sysexits' EX_TEMPFAIL: the run's TPU VM was preempted; creating it again
+// and staging again may well work.
+constexpr int kPreemptedExitCode = 75;
+
 // 0 succeeded; the first failing worker's exit code (128+N for a signal);
-// 255 when it was lost; 143 when the run was stopped by `tpurun kill`.
+// 255 when it was lost; 143 when the run was stopped by `tpurun kill`; 75
+// when its TPU VM was preempted.
 int run_exit_code(const RunState& state);
 
 // Where a run's --env values are kept on this host for its watcher.
