@@ -198,7 +198,7 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   } else if (!pod.slices.empty()) {
     resolve_slices(pod, config, runner);
   } else if (pod.gcloud) {
-    if (auto kept = read_kept_describe(*pod.gcloud, env)) {
+    if (auto kept = request.describe_fresh ? std::nullopt : read_kept_describe(*pod.gcloud, env)) {
       pod.workers = kept->workers;
       pod.workers_from_cache = true;
     } else {
