@@ -62,6 +62,9 @@ struct PodConfig {
   int megascale_port = kDefaultMegascalePort;  // MEGASCALE_PORT for multi-slice runs
   // True when no config exists: the pod is this host alone, run without SSH.
   bool local = false;
+  // A gcloud pod whose workers came from a recent describe kept on this host
+  // (describe_cache.hpp) rather than from gcloud just now.
+  bool workers_from_cache = false;
 };
 
 // A pod and the workers one command acts on (all of them, or --worker's).

@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     init_diagnostics(verbosity);
     spdlog::debug("{}", version_line());
     ctx.make_transport = [&ctx](const PodConfig& pod) {
-      return with_first_use_offer(make_real_transport(pod, ctx.verbosity), pod, ctx);
+      return with_first_use_offer(make_real_transport(pod, ctx.verbosity, ctx.env, ctx.processes), pod, ctx);
     };
     if (!config_path.empty()) ctx.pod_request.config_path = config_path;
     if (!pod_name.empty()) ctx.pod_request.pod = pod_name;

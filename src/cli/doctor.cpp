@@ -74,7 +74,9 @@ Examples:
 int run_doctor(const DoctorOptions& o, Context& ctx) {
   Target target;
   try {
-    target = resolve_target(o.target, ctx);
+    PodRequest request = ctx.pod_request;
+    request.describe_fresh = true;  // what gcloud says now, not a kept answer
+    target = select_workers(load_pod(request, ctx.env, ctx.processes), o.target.workers);
   } catch (const ConfigError&) {
     throw;  // the config itself is wrong: file:line says where
   } catch (const std::exception& e) {

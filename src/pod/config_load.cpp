@@ -14,6 +14,7 @@
 #include "tpurun/multislice.hpp"
 #include "tpurun/suggest.hpp"
 #include "tpurun/tpu_node.hpp"
+#include "pod/describe_cache.hpp"
 
 namespace tpurun {
 
@@ -98,12 +99,18 @@ PodConfig local_pod(const Environment& env) {
   return pod;
 }
 
+std::vector<Worker> ready_workers(const PodConfig& pod, TpuNode node);
+
 // The workers of a READY TPU VM; TpuUnavailable when it is not READY or gone.
 std::vector<Worker> describe_workers(const PodConfig& pod, ProcessRunner& runner) {
   const auto start = std::chrono::steady_clock::now();
   TpuNode node = describe_node(pod.name, *pod.gcloud, runner);
   spdlog::debug("pod '{}': gcloud describe {} took {} ms", pod.name, pod.gcloud->name,
                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
+  return ready_workers(pod, node);
+}
+
+std::vector<Worker> ready_workers(const PodConfig& pod, TpuNode node) {
   if (!node.ready()) throw TpuUnavailable(pod.name, *pod.gcloud, std::move(node));
   if (!node.endpoint_error.empty()) {
     throw std::runtime_error("pod '" + pod.name + "': `" + join(gcloud_describe_argv(*pod.gcloud), " ") +
@@ -218,7 +225,14 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   } else if (!pod.slices.empty()) {
     resolve_slices(pod, config, runner);
   } else if (pod.gcloud) {
-    pod.workers = describe_workers(pod, runner);
+    if (auto kept = request.describe_fresh ? std::nullopt : read_kept_describe(*pod.gcloud, env)) {
+      pod.workers = kept->workers;
+      pod.workers_from_cache = true;
+    } else {
+      TpuNode node = describe_node(pod.name, *pod.gcloud, runner);
+      pod.workers = ready_workers(pod, node);
+      keep_describe(*pod.gcloud, node, env);
+    }
   }
   apply_overrides(pod, request.overrides, env);
   if (pod.ssh.user.empty())
