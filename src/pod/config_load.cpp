@@ -94,7 +94,7 @@ PodConfig local_pod(const Environment& env) {
   PodConfig pod;
   pod.name = "local";
   pod.local = true;
-  pod.workers = {Worker{0, "localhost", 22}};
+  pod.workers = {Worker{0, "localhost", 22, "", -1, 0}};
   pod.ssh = default_ssh_settings(false, env);
   return pod;
 }

@@ -191,7 +191,7 @@ class Supervisor {
     }
     move_to(check.workers, prober);
     LaunchSpec spec{setup_.record.run_id, setup_.record.log_dir, setup_.record.staged_dir, setup_.record.command,
-                    setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts};
+                    setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts, std::nullopt};
     if (spec.num_workers == 0) spec.num_workers = static_cast<int>(setup_.record.workers.size());
     spec.slices = setup_.record.megascale;
     if (spec.slices && !workers_.empty()) spec.slices->coordinator = workers_.front().host;  // slice 0's worker 0
