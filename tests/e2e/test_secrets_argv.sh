@@ -9,7 +9,7 @@ proj=$(make_project alice proj)
 secret=s3cr3t-$RANDOM$RANDOM
 run=$(stage_detached alice "$proj" --restarts 1 --env WANDB_API_KEY="$secret" -- \
   sh -c 'echo "key=$WANDB_API_KEY"; if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 0 ]; then sleep 1; exit 1; fi; exec sleep 30')
-dir=/srv/tpurun-nfs/logs/alice/proj/$run
+dir=$FAKEPOD_NFS/logs/alice/proj/$run
 for _ in $(seq 300); do
   [[ -e $dir/worker0.a2.pid ]] && break
   sleep 0.1
