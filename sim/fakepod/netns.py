@@ -75,6 +75,7 @@ class Slot:
         self.held = []          # blackhole: accepted, never answered
         self.pairs = set()
         self.filler = None      # partition: the connection that keeps the accept queue full
+        self.ns_ino = None
 
 
 class Forwarder:
@@ -112,9 +113,16 @@ class Forwarder:
             return "ok"
         s = self.slot(int(args[0]))
         if cmd == "up":
+            ino = os.stat(args[2]).st_ino
+            if s.mode in ("up", "partition") and s.ip == args[1] and s.ns_ino == ino:
+                # The same worker: keep its open connections (heal a partition).
+                if s.mode == "partition":
+                    self.command("heal %d" % s.n)
+                return "ok"
             self.set_down(s)
             s.ip = args[1]
             s.nsfd = os.open(args[2], os.O_RDONLY)
+            s.ns_ino = ino
             self.listen(s)
             s.mode = "up"
         elif cmd == "down":

@@ -31,7 +31,7 @@ import urllib.parse
 from . import cloud, config, netns, procs, workers
 from .cloud import ApiError, Node
 
-DEFAULT_DELAYS = {"create": 1.0, "delete": 0.5, "stop": 0.5, "start": 0.5, "update": 0.2}
+DEFAULT_DELAYS = {"create": 0.3, "delete": 0.2, "stop": 0.2, "start": 0.2, "update": 0.1}
 EMAIL_DOMAIN = "fakepod.test"
 
 
@@ -538,6 +538,13 @@ class Cloud:
             prof.setdefault("gid", pw.pw_gid)
             prof.setdefault("home", "/home/%s" % u)
             prof.setdefault("admin", u in config.SUDO_USERS or u in self.settings.get("extra_sudo", []))
+            # Their usual key is in the profile too (as in project metadata).
+            try:
+                with open(os.path.join(pw.pw_dir, ".ssh", "id_ed25519.pub")) as f:
+                    key = " ".join(f.read().split()[:2])
+                prof.setdefault("keys", {}).setdefault(cloud.key_fingerprint(key), {"key": key})
+            except OSError:
+                pass
 
     def up(self, n, device):
         env = self.env
@@ -577,6 +584,15 @@ class Cloud:
                         netns.request(env.state, "down %d" % s)
                     except (OSError, RuntimeError):
                         pass
+                # Addresses a created VM used: their next VM gets a key of its
+                # own, and `up` then forgets the old one in known_hosts.
+                if os.path.exists(os.path.join(env.wdir(s), "baseline_key.pub")):
+                    continue
+                for f in ("ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"):
+                    try:
+                        os.unlink(os.path.join(env.wdir(s), f))
+                    except FileNotFoundError:
+                        pass
             if d is None:
                 d = Node(config.PROJECT, config.ZONE, config.NODE, env.node_id, accel,
                          "v2-alpha-tpuv5-lite" if device == "vfio" else "tpu-ubuntu2204-base", want,
@@ -593,6 +609,12 @@ class Cloud:
                     except (OSError, RuntimeError):
                         pass
             started = len(todo)
+            for s in want:
+                self.baseline_key(s, restore=s in todo)
+                try:
+                    os.unlink(os.path.join(env.wdir(s), "net.mode"))
+                except FileNotFoundError:
+                    pass
             for i in range(0, len(todo), 64):
                 self.boot(d, todo[i:i + 64], setup_done=True)
             # A worker a fault left blackholed or partitioned: back to normal.
@@ -608,6 +630,35 @@ class Cloud:
             raise ApiError(500, "INTERNAL", "the guest agents of workers %s did not apply the metadata"
                            % " ".join(map(str, missing)))
         return {"workers": n, "started": started, "device": device, "accelerator": d.accelerator_type}
+
+    def baseline_key(self, slot, restore):
+        """The default node's host keys stay what they were at its first `up`
+        (users' known_hosts have them): a worker `up` boots again gets its
+        baseline key back, even if a test recreated the VM meanwhile."""
+        w = self.env.wdir(slot)
+        key, base = os.path.join(w, "ssh_host_ed25519_key"), os.path.join(w, "baseline_key")
+        if not os.path.exists(key):
+            if not restore or not os.path.exists(base):
+                return
+        elif not os.path.exists(base):
+            import shutil
+            shutil.copy2(key, base)
+            shutil.copy2(key + ".pub", base + ".pub")
+            return
+        if restore:
+            with open(base + ".pub") as f:
+                b = f.read()
+            try:
+                with open(key + ".pub") as f:
+                    same = f.read() == b
+            except OSError:
+                same = False
+            if not same:
+                import shutil
+                shutil.copy2(base, key + ".tmp")
+                os.replace(key + ".tmp", key)
+                shutil.copy2(base + ".pub", key + ".pub.tmp")
+                os.replace(key + ".pub.tmp", key + ".pub")
 
     def write_pod_files(self):
         """tpurun.json (a static config for the default node) and

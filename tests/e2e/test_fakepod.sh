@@ -295,6 +295,18 @@ assert_contains "$ERR" 'This TPU has terminal state "PREEMPTED", so it cannot be
 "$FAKEPOD" up "$N" >/dev/null
 expect_exit 0 ssh_as alice 0 'echo $TPU_WORKER_ID'
 
+# api_node ZONE NAME EXPR: a Python expression over the node n as the API returns it (or its error).
+api_node() {
+  python3 - "$FAKEPOD_API" "$1" "$2" "$3" <<'PY'
+import json, sys, urllib.error, urllib.request
+try:
+    n = json.load(urllib.request.urlopen(sys.argv[1] + "v2/projects/sim-proj/locations/%s/nodes/%s" % (sys.argv[2], sys.argv[3])))
+except urllib.error.HTTPError as e:
+    n = json.load(e)
+print(eval(sys.argv[4]))
+PY
+}
+
 if [[ $E2E_GCLOUD == real ]]; then
   note "a new TPU VM through real gcloud: CREATING then READY, new workers, new host keys; uids follow arrival order"
   zone=us-east1-d
@@ -311,20 +323,16 @@ if [[ $E2E_GCLOUD == real ]]; then
   # first uid, so alice's differs from the dev VM's.
   expect_exit 0 wexec "$N" -- id -u alice
   [[ $OUT != "$(id -u alice)" ]] || fail "alice has the dev VM's uid on a VM where erin arrived first"
-  expect_exit 0 as_user bob gcloud compute tpus tpu-vm list --zone $zone --format='value(name)'
-  assert_eq "$OUT" "newvm"
   note "stop / start --new-ips: the same disks and host keys on new addresses"
-  key_before=$(cat "$FAKEPOD_STATE/w$N/ssh_host_ed25519_key.pub")
-  expect_exit 0 as_user bob gcloud compute tpus tpu-vm stop newvm --zone $zone
-  assert_contains "$(as_user bob gcloud compute tpus tpu-vm describe newvm --zone $zone --format='value(state)')" "STOPPED"
+  fakepod stop newvm --zone $zone >/dev/null
+  assert_eq "$(api_node $zone newvm 'n["state"]')" "STOPPED"
   expect_exit 255 ssh_as alice "$N" true
   fakepod start newvm --zone $zone --new-ips >/dev/null
-  expect_exit 0 as_user bob gcloud compute tpus tpu-vm describe newvm --zone $zone --format=json
-  new0=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["state"] == "READY"; print(d["networkEndpoints"][0]["ipAddress"])' "$OUT")
+  assert_eq "$(api_node $zone newvm 'n["state"]')" "READY"
+  new0=$(api_node $zone newvm 'n["networkEndpoints"][0]["ipAddress"]')
   [[ $new0 != "$(worker_ip "$N")" ]] || fail "start --new-ips kept the address"
   expect_exit 0 as_user bob gcloud compute tpus tpu-vm delete newvm --zone $zone --quiet
-  expect_exit 1 as_user bob gcloud compute tpus tpu-vm describe newvm --zone $zone
-  assert_contains "$ERR" "NOT_FOUND"
+  assert_eq "$(api_node $zone newvm 'n["error"]["status"]')" "NOT_FOUND"
 
   note "OS Login: one uid per user everywhere, from the account's POSIX account"
   fakepod create osl --zone $zone --accelerator v4-8 --metadata enable-oslogin=TRUE --metadata "ssh-keys=erin:$first erin" >/dev/null
@@ -335,8 +343,11 @@ if [[ $E2E_GCLOUD == real ]]; then
   expect_exit 0 as_user alice gcloud compute tpus tpu-vm ssh osl --zone $zone --command='id -un; sudo -n true && echo sudo'
   assert_eq "$(tail -n 2 <<<"$OUT")" "alice
 sudo"
-  expect_exit 0 as_user carol gcloud compute tpus tpu-vm ssh osl --zone $zone --command='id -un; sudo -n true || echo nosudo'
-  assert_eq "$(tail -n 2 <<<"$OUT")" "carol
+  # carol's OS Login profile has her key; her account lacks the admin role.
+  osl_ip=$(api_node $zone osl 'n["networkEndpoints"][0]["ipAddress"]')
+  expect_exit 0 as_user carol ssh -i /home/carol/.ssh/id_ed25519 -o IdentitiesOnly=yes -o BatchMode=yes \
+    -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "carol@$osl_ip" 'id -un; sudo -n true || echo nosudo'
+  assert_eq "$OUT" "carol
 nosudo"
   "$FAKEPOD" up "$N" >/dev/null
   rm -f /home/{alice,bob,carol}/.ssh/google_compute_engine{,.pub} /home/{alice,bob,carol}/.ssh/google_compute_known_hosts
