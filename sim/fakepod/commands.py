@@ -187,11 +187,12 @@ def cmd_up(args):
     host.setup_users([u for u in users if u not in config.SIM_USERS])
     host.build_image(env, [u for u in users if u not in config.SIM_USERS])
     new_keys = [s for s in range(n) if not os.path.exists(os.path.join(env.wdir(s), "ssh_host_ed25519_key"))]
-    if not server_alive(env) or not fwd_alive(env) or lib_hash() != installed_hash(env):
+    netns_on = os.environ.get("FAKEPOD_NETNS", "1") != "0"
+    if not server_alive(env) or (netns_on and not fwd_alive(env)) or lib_hash(netns_on) != installed_hash(env):
         stop_daemons(env)
         workers.write_static(env, LIB_SRC)
-        procs.write_file(env.path("lib", ".hash"), lib_hash() + "\n")
-        if os.environ.get("FAKEPOD_NETNS", "1") != "0":
+        procs.write_file(env.path("lib", ".hash"), lib_hash(netns_on) + "\n")
+        if netns_on:
             start_daemon(env, "netns_main.py", [env.state], "netfwd.pid", "netfwd.log")
             if not wait_socket(env.path("netfwd.sock")):
                 die("the forwarder did not start (see %s)" % env.path("netfwd.log"))
@@ -220,11 +221,11 @@ def cmd_up(args):
              env.path("tpurun.json"), port))
 
 
-def lib_hash():
+def lib_hash(netns_on=True):
     """A hash of this package's sources: when they change, `up` restarts the
     daemons (and so the workers) on the new code."""
     import hashlib
-    h = hashlib.sha256()
+    h = hashlib.sha256(b"netns=%d\n" % netns_on)
     for name in sorted(os.listdir(LIB_SRC)):
         if name.endswith(".py"):
             with open(os.path.join(LIB_SRC, name), "rb") as f:
