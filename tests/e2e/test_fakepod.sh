@@ -314,21 +314,32 @@ if [[ $E2E_GCLOUD == real ]]; then
   printf 'erin:%s erin\n' "$first" >"$SCRATCH/keys"
   chmod 644 "$SCRATCH/keys"
   on_exit "\"\$FAKEPOD\" up $N"
+  old_key=$(cat "$FAKEPOD_STATE/w$N/ssh_host_ed25519_key.pub" 2>/dev/null || true)
   expect_exit 0 as_user bob gcloud compute tpus tpu-vm create newvm --zone $zone --accelerator-type v4-16 \
     --version tpu-ubuntu2204-base --metadata-from-file ssh-keys="$SCRATCH/keys"
   expect_exit 0 as_user bob gcloud compute tpus tpu-vm describe newvm --zone $zone --format=json
   ips=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["state"] == "READY", d; print(" ".join(e["ipAddress"] for e in d["networkEndpoints"]))' "$OUT")
   assert_eq "$ips" "$(worker_ip "$N") $(worker_ip $((N + 1)))" "a new VM on free addresses"
+  [[ $(cat "$FAKEPOD_STATE/w$N/ssh_host_ed25519_key.pub") != "$old_key" ]] || fail "the new VM kept an old host key"
   # erin's key came first (instance keys before project keys): she took the
   # first uid, so alice's differs from the dev VM's.
   expect_exit 0 wexec "$N" -- id -u alice
   [[ $OUT != "$(id -u alice)" ]] || fail "alice has the dev VM's uid on a VM where erin arrived first"
+  note "a new VM has no shared mount until its setup mounts it (mount -t fakenfs, as root)"
+  expect_exit 1 wexec "$N" -- test -e "$FAKEPOD_NFS/staging"
+  expect_exit 0 wexec "$N" -- sh -c "echo 'fakenfs:/ $FAKEPOD_NFS fakenfs defaults 0 0' >>/etc/fstab && mount $FAKEPOD_NFS && stat -c %a $FAKEPOD_NFS/staging"
+  assert_eq "$OUT" "1777"
   note "stop / start --new-ips: the same disks and host keys on new addresses"
+  key_before=$(cat "$FAKEPOD_STATE/w$N/ssh_host_ed25519_key.pub")
   fakepod stop newvm --zone $zone >/dev/null
   assert_eq "$(api_node $zone newvm 'n["state"]')" "STOPPED"
   expect_exit 255 ssh_as alice "$N" true
   fakepod start newvm --zone $zone --new-ips >/dev/null
   assert_eq "$(api_node $zone newvm 'n["state"]')" "READY"
+  slot=$(python3 -c 'import json,sys; print([n["slots"][0] for n in json.load(open(sys.argv[1]))["nodes"].values() if n["name"] == "newvm"][0])' "$FAKEPOD_STATE/cloud.json")
+  expect_exit 0 wexec "$slot" -- stat -c %a "$FAKEPOD_NFS/staging"  # fstab: mounted at boot
+  assert_eq "$OUT" "1777"
+  assert_eq "$(cat "$FAKEPOD_STATE/w$slot/ssh_host_ed25519_key.pub")" "$key_before" "start keeps the host key"
   new0=$(api_node $zone newvm 'n["networkEndpoints"][0]["ipAddress"]')
   [[ $new0 != "$(worker_ip "$N")" ]] || fail "start --new-ips kept the address"
   expect_exit 0 as_user bob gcloud compute tpus tpu-vm delete newvm --zone $zone --quiet
