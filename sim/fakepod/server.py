@@ -207,6 +207,7 @@ class Cloud:
         hostnames = ",".join(env.ip(s) for s in node.slots)
         device = cloud.device_for(node.accelerator_type)
         self.write_hosts()
+        keygen = []
         for s in slots:
             worker = node.slots.index(s)
             workers.write_slot(env, s, hostname=self.hostname(node, worker), worker=worker, hostnames=hostnames,
@@ -214,21 +215,22 @@ class Cloud:
             key = os.path.join(env.wdir(s), "ssh_host_ed25519_key")
             if new_vm:
                 workers.fresh_disk(env, s)
-                workers.new_host_key(env, s)
+                keygen.append(s)
                 self.instance[s] = cloud.new_node_id()
                 self.guest.pop(s, None)
             else:
                 workers.ensure_disk(env, s)
                 if not os.path.exists(key):
-                    workers.new_host_key(env, s)
+                    keygen.append(s)
                 self.instance.setdefault(s, cloud.new_node_id())
             if setup_done:
                 self.seed_fstab(s)
             self.applied.pop(s, None)
-        for s in slots:
-            if workers.init_pid(env, s):
-                continue
-            workers.spawn(env, s)
+        # ssh-keygen and unshare are processes: run a few at a time.
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda s: workers.new_host_key(env, s), keygen))
+            list(pool.map(lambda s: workers.spawn(env, s), [s for s in slots if not workers.init_pid(env, s)]))
         pids = workers.wait_inits(env, slots)
         for s, pid in pids.items():
             ns = procs.pidns(pid)

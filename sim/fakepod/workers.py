@@ -75,7 +75,7 @@ cd /
 echo "$hostpid" >"$W/init.pid"
 # The guest agent (users from metadata ssh-keys, host key guest attribute) and
 # the /dev/log sink (a stand-in for journald).
-/usr/bin/python3 -E -s "$STATE/lib/agent_main.py" "$STATE" "$slot" </dev/null >>"$W/agent.log" 2>&1 &
+/usr/bin/python3 -E -s -S "$STATE/lib/agent_main.py" "$STATE" "$slot" </dev/null >>"$W/agent.log" 2>&1 &
 for _ in $(seq 200); do [ -S /dev/log ] && break; sleep 0.01; done
 while :; do
   /usr/sbin/sshd -D -f "$W/sshd_config" -E "$W/sshd.log" </dev/null &
