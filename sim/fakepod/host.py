@@ -123,7 +123,14 @@ def build_image(env, extra_users=()):
             if name in ("group", "gshadow") and len(r) > 3:
                 r[3] = ",".join(m for m in r[3].split(",") if m and m not in managed)
             out.append(":".join(r))
-        procs.write_file(os.path.join(img, name), "\n".join(out) + "\n", mode)
+        text = "\n".join(out) + "\n"
+        try:
+            with open(os.path.join(img, name)) as f:
+                if f.read() == text:
+                    continue  # a lower layer of running workers: touch it only when it changes
+        except OSError:
+            pass
+        procs.write_file(os.path.join(img, name), text, mode)
         if mode == 0o640:
             try:
                 os.chown(os.path.join(img, name), 0, grp.getgrnam("shadow").gr_gid)
@@ -132,7 +139,9 @@ def build_image(env, extra_users=()):
     wh = os.path.join(img, "sudoers.d", "tpurun-fakepod")
     if not os.path.exists(wh):
         os.mknod(wh, 0o600 | 0o020000, os.makedev(0, 0))  # an overlayfs whiteout
-    procs.write_file(os.path.join(img, "sudoers.d", "zz-fakepod-site"), SITE_SUDOERS, 0o440)
+    site = os.path.join(img, "sudoers.d", "zz-fakepod-site")
+    if not os.path.exists(site):
+        procs.write_file(site, SITE_SUDOERS, 0o440)
 
 
 # ------------------------------------------------------------ gcloud
