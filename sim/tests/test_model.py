@@ -90,6 +90,7 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(op2["response"]["@type"], "type.googleapis.com/google.protobuf.Empty")
 
 
+@unittest.skipUnless(os.getuid() == 0, "makes home dirs owned by other uids: needs root")
 class AccountsTest(unittest.TestCase):
     """The agent's useradd/groupadd/gpasswd rules on a scratch /etc."""
 
