@@ -200,7 +200,11 @@ def cmd_up(args):
         # forwarder knows them: start from a clean slate instead.
         kill_all_workers(env)
         start_daemon(env, "server_main.py", [env.state, env.nfs, env.net], "api.pid", "server.log")
-        if not wait_socket(env.path("control.sock")):
+        # The server writes api.port once every socket listens.
+        deadline = time.monotonic() + 20
+        while not os.path.exists(env.path("api.port")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not os.path.exists(env.path("api.port")) or not wait_socket(env.path("control.sock")):
             die("the API server did not start (see %s)" % env.path("server.log"))
     port = int(open(env.path("api.port")).read())
     for u in ["root"] + users:
@@ -253,7 +257,7 @@ def stop_daemons(env):
         if pid and name in (procs.cmdline(pid) or ""):
             pairs.append((pid, procs.cmdline(pid)))
     procs.kill_and_wait(pairs)
-    for f in ("api.pid", "netfwd.pid", "control.sock", "mds.sock", "netfwd.sock"):
+    for f in ("api.pid", "api.port", "netfwd.pid", "control.sock", "mds.sock", "netfwd.sock"):
         try:
             os.unlink(env.path(f))
         except FileNotFoundError:

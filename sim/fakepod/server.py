@@ -49,6 +49,7 @@ class Cloud:
         self.gen = 1                         # bumped on every metadata-visible change
         self.nodes = {}                      # full name -> Node
         self.ops = {}
+        self.compute_ops = {}
         self.project_md = []                 # [{"key", "value"}]
         self.oslogin = {}                    # email -> profile
         self.faults = {}
@@ -845,7 +846,32 @@ def api_route(c, method, path, query, h):
                          "defaultServiceAccount": "%s-compute@developer.gserviceaccount.com" % config.PROJECT_NUMBER,
                          "xpnProjectStatus": "UNSPECIFIED_XPN_PROJECT_STATUS",
                          "defaultNetworkTier": "PREMIUM"}
-        raise ApiError(404, "NOT_FOUND", "The simulated compute API serves only projects.get (%s %s)" % (method, path))
+        m = re.match(r"^([^/]+)/(setCommonInstanceMetadata|global/operations/([^/]+?)(/wait)?)$", project)
+        if m and m.group(1) == config.PROJECT:
+            if m.group(2) == "setCommonInstanceMetadata" and method == "POST":
+                # What `gcloud compute project-info add-metadata` sends: the
+                # whole list, with the fingerprint it read (412 if stale).
+                req = h.body()
+                with c.lock:
+                    if req.get("fingerprint") != cloud.fingerprint(c.project_md):
+                        raise ApiError(412, "FAILED_PRECONDITION", "Supplied fingerprint does not match current "
+                                       "metadata fingerprint.")
+                    c.project_md = [{"key": i["key"], "value": i.get("value", "")} for i in req.get("items", [])]
+                c.changed()
+                name = "operation-%d-%012x" % (int(time.time() * 1000), random.randrange(16 ** 12))
+                c.compute_ops[name] = {"kind": "compute#operation", "id": str(random.randrange(10 ** 18)),
+                                       "name": name, "operationType": "compute.projects.setCommonInstanceMetadata",
+                                       "targetLink": "https://www.googleapis.com/compute/v1/projects/%s" % config.PROJECT,
+                                       "status": "DONE", "progress": 100, "user": "fakepod",
+                                       "insertTime": cloud.now_rfc3339(), "startTime": cloud.now_rfc3339(),
+                                       "endTime": cloud.now_rfc3339(),
+                                       "selfLink": "https://www.googleapis.com/compute/v1/projects/%s/global/"
+                                                   "operations/%s" % (config.PROJECT, name)}
+                return 200, c.compute_ops[name]
+            if m.group(3) and m.group(3) in c.compute_ops:
+                return 200, c.compute_ops[m.group(3)]
+        raise ApiError(404, "NOT_FOUND", "The simulated compute API serves only projects.get, "
+                       "projects.setCommonInstanceMetadata and global operations (%s %s)" % (method, path))
     m = re.match(r"^/v1/users/([^/:]+)(/loginProfile|:importSshPublicKey|/sshPublicKeys/([^/]+))$", path)
     if m:
         return oslogin_route(c, method, m, query, h)

@@ -135,6 +135,16 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(st, 200)
         self.assertEqual(p["commonInstanceMetadata"]["items"], [{"key": "enable-oslogin", "value": "TRUE"}])
         self.assertIn("fingerprint", p["commonInstanceMetadata"])
+        fp = p["commonInstanceMetadata"]["fingerprint"]
+        st, e = self.call("POST", "/compute/v1/projects/%s/setCommonInstanceMetadata" % P,
+                          {"items": [], "fingerprint": "stale"})
+        self.assertEqual(st, 412)
+        st, op = self.call("POST", "/compute/v1/projects/%s/setCommonInstanceMetadata" % P,
+                           {"items": [{"key": "enable-oslogin", "value": "FALSE"}], "fingerprint": fp})
+        self.assertEqual((st, op["status"]), (200, "DONE"))
+        self.assertEqual(self.call("GET", "/compute/v1/projects/%s/global/operations/%s" % (P, op["name"]))[1]["name"],
+                         op["name"])
+        self.assertEqual(self.c.project_md, [{"key": "enable-oslogin", "value": "FALSE"}])
         st, prof = self.call("GET", "/v1/users/eve@example.com/loginProfile?projectId=%s" % P)
         self.assertEqual(prof, {"name": "eve@example.com"})
         st, r = self.call("POST", "/v1/users/eve@example.com:importSshPublicKey?projectId=%s" % P,
