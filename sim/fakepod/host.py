@@ -162,6 +162,7 @@ def write_gcloud_config(env, user, port):
 project = %(project)s
 account = %(user)s@fakepod.test
 disable_usage_reporting = true
+disable_file_logging = true
 [auth]
 disable_credentials = true
 [api_endpoint_overrides]
@@ -178,8 +179,8 @@ disable_prompts = true
     # gcloud asks the metadata server whether it runs on GCE and caches the
     # answer here; say no, so it never waits for 169.254.169.254.
     procs.write_file(os.path.join(d, "gce"), "False", 0o600)
-    for dirpath, dirnames, filenames in os.walk(d):
-        for n in [dirpath] + [os.path.join(dirpath, x) for x in filenames + dirnames]:
-            os.lchown(n, pw.pw_uid, pw.pw_gid)
+    for n in (d, os.path.join(d, "configurations"), os.path.join(d, "configurations", "config_default"),
+              os.path.join(d, "active_config"), os.path.join(d, "gce")):
+        os.lchown(n, pw.pw_uid, pw.pw_gid)
     os.chmod(d, 0o700)
     return d
