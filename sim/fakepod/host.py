@@ -139,6 +139,10 @@ def build_image(env, extra_users=()):
     wh = os.path.join(img, "sudoers.d", "tpurun-fakepod")
     if not os.path.exists(wh):
         os.mknod(wh, 0o600 | 0o020000, os.makedev(0, 0))  # an overlayfs whiteout
+    envfile = os.path.join(img, "fakepod.env")
+    want = "# fakepod: this worker's simulator (read by /sbin/mount.fakenfs)\nFAKEPOD_STATE=%s\n" % env.state
+    if not os.path.exists(envfile) or open(envfile).read() != want:
+        procs.write_file(envfile, want, 0o644)
     site = os.path.join(img, "sudoers.d", "zz-fakepod-site")
     if not os.path.exists(site):
         procs.write_file(site, SITE_SUDOERS, 0o440)

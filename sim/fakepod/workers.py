@@ -62,21 +62,20 @@ mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts /dev/pts || 
 mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m tmpfs /dev/shm || fail "mount /dev/shm"
 if [ "$FP_DISK" = 1 ]; then
   # The shared "NFS" dir: hidden (an empty read-only dir, like an unmounted
-  # mount point) until something mounts it. /run/fakepod keeps what
-  # mount.fakenfs binds. Boot mounts the fakenfs lines of the VM's /etc/fstab,
-  # as systemd would.
-  mount -t tmpfs -o mode=755,size=1m tmpfs /run/fakepod || fail "mount /run/fakepod"
-  mkdir -p /run/fakepod/export && mount --bind "$FP_NFS" /run/fakepod/export || fail "bind export"
-  echo "FAKEPOD_STATE=$STATE" >/run/fakepod/env
+  # mount point) until something mounts it; $STATE/nfs-export keeps what
+  # mount.fakenfs binds (this namespace only). Boot mounts the fakenfs lines
+  # of the VM's /etc/fstab, as systemd would.
+  mount --bind "$FP_NFS" "$STATE/nfs-export" || fail "bind export"
   mount -t tmpfs -o ro,mode=755,size=4k tmpfs "$FP_NFS" || fail "hide $FP_NFS"
-  mount -a -t fakenfs >>"$W/console.log" 2>&1 || echo "init w$slot: mount -a -t fakenfs failed" >&2
+  case $(</etc/fstab) in
+    *fakenfs*) mount -a -t fakenfs >>"$W/console.log" 2>&1 || echo "init w$slot: mount -a -t fakenfs failed" >&2 ;;
+  esac
 fi
 cd /
 echo "$hostpid" >"$W/init.pid"
 # The guest agent (users from metadata ssh-keys, host key guest attribute) and
 # the /dev/log sink (a stand-in for journald).
 /usr/bin/python3 -E -s -S "$STATE/lib/agent_main.py" "$STATE" "$slot" </dev/null >>"$W/agent.log" 2>&1 &
-for _ in $(seq 200); do [ -S /dev/log ] && break; sleep 0.01; done
 while :; do
   /usr/sbin/sshd -D -f "$W/sshd_config" -E "$W/sshd.log" </dev/null &
   wait $!
@@ -90,15 +89,18 @@ MOUNT_HELPER = r"""#!/bin/sh
 # `mount -t fakenfs fakenfs:/ DIR` on a fakepod worker (see docs/simulator.md).
 # The simulator's shared dir stands in for an NFS export: it is bound onto
 # DIR. A real NFS-like client can take over: an executable $FAKENFS_CLIENT
-# (from /run/fakepod/env) is run with the same arguments instead.
+# (set in /etc/fakepod.env, the workers' image) is run with the same
+# arguments instead.
 set -e
-[ -r /run/fakepod/env ] && . /run/fakepod/env
+[ -r /etc/fakepod.env ] && . /etc/fakepod.env
 if [ -n "${FAKENFS_CLIENT:-}" ] && [ -x "$FAKENFS_CLIENT" ]; then exec "$FAKENFS_CLIENT" "$@"; fi
-[ -d /run/fakepod/export ] || { echo "mount.fakenfs: not on a fakepod worker (no /run/fakepod/export)" >&2; exit 32; }
+if [ -z "${FAKEPOD_STATE:-}" ] || ! mountpoint -q "$FAKEPOD_STATE/nfs-export"; then
+  echo "mount.fakenfs: not on a fakepod worker (no $FAKEPOD_STATE/nfs-export)" >&2; exit 32
+fi
 [ $# -ge 2 ] || { echo "usage: mount.fakenfs SOURCE DIR [-o OPTIONS]" >&2; exit 1; }
 src=$1 dir=$2
 case $src in *:/*) ;; *) echo "mount.fakenfs: bad source '$src' (want HOST:/PATH)" >&2; exit 32;; esac
-exec mount --bind /run/fakepod/export "$dir"
+exec mount --bind "$FAKEPOD_STATE/nfs-export" "$dir"
 """
 
 
@@ -128,7 +130,7 @@ def write_static(env, lib_src):
         os.rename(lib, old)
     os.rename(tmp, lib)
     shutil.rmtree(old, ignore_errors=True)
-    os.makedirs("/run/fakepod", exist_ok=True)
+    os.makedirs(env.path("nfs-export"), mode=0o755, exist_ok=True)
     os.makedirs("/var/lib/google", exist_ok=True)
     helper = "/sbin/mount.fakenfs"
     try:
