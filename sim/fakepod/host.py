@@ -140,7 +140,11 @@ def build_image(env, extra_users=()):
     if not os.path.exists(wh):
         os.mknod(wh, 0o600 | 0o020000, os.makedev(0, 0))  # an overlayfs whiteout
     envfile = os.path.join(img, "fakepod.env")
-    want = "# fakepod: this worker's simulator (read by /sbin/mount.fakenfs)\nFAKEPOD_STATE=%s\n" % env.state
+    want = ("# fakepod: this worker's simulator (read by /sbin/mount.fakenfs)\nFAKEPOD_STATE=%s\n"
+            "FAKEPOD_EXPORT=%s\n" % (env.state, env.path("nfs-export")))
+    if os.environ.get("FAKENFS_CLIENT"):
+        # An NFS-like client (e.g. sim/nfs) that mount.fakenfs runs instead of a bind.
+        want += "FAKENFS_CLIENT=%s\n" % os.environ["FAKENFS_CLIENT"]
     if not os.path.exists(envfile) or open(envfile).read() != want:
         procs.write_file(envfile, want, 0o644)
     site = os.path.join(img, "sudoers.d", "zz-fakepod-site")

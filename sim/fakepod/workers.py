@@ -89,8 +89,9 @@ MOUNT_HELPER = r"""#!/bin/sh
 # `mount -t fakenfs fakenfs:/ DIR` on a fakepod worker (see docs/simulator.md).
 # The simulator's shared dir stands in for an NFS export: it is bound onto
 # DIR. A real NFS-like client can take over: an executable $FAKENFS_CLIENT
-# (set in /etc/fakepod.env, the workers' image) is run with the same
-# arguments instead.
+# (set in /etc/fakepod.env, the workers' image, from FAKENFS_CLIENT at
+# `fakepod up`) is run with the same arguments instead; the export it serves
+# is $FAKEPOD_EXPORT (the host's shared dir, seen from inside the worker).
 set -e
 [ -r /etc/fakepod.env ] && . /etc/fakepod.env
 if [ -n "${FAKENFS_CLIENT:-}" ] && [ -x "$FAKENFS_CLIENT" ]; then exec "$FAKENFS_CLIENT" "$@"; fi
