@@ -32,10 +32,6 @@ class UidMismatch : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The refusal for workers where `user` has other numbers than `uid`/`gid` on
-// this host ("" when every scan agrees); scans without a caller are skipped.
-std::string uid_mismatch(const std::string& user, int uid, int gid, const std::vector<WorkerScanResult>& scans);
-
 void run_preflight(const PodConfig& pod, const std::vector<Worker>& workers, Transport& transport,
                    const PreflightOptions& options, LinePrinter& printer, Context& ctx);
 

@@ -1,6 +1,6 @@
-// stage's preflight: a user whose uid or gid differs on some workers is
+// stage and doctor: a user whose uid or gid differs on some workers is
 // refused before anything is staged, with the numbers and the fixes.
-#include "runs/preflight.hpp"
+#include "doctor/uids.hpp"
 
 #include <gmock/gmock.h>
 
