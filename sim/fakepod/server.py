@@ -612,8 +612,14 @@ class Cloud:
                     except (OSError, RuntimeError):
                         pass
             started = len(todo)
+            restored = []
             for s in want:
-                self.baseline_key(s, restore=s in todo)
+                if self.baseline_key(s, restore=s in todo):
+                    restored.append(s)
+            # The users' known_hosts may hold the key the worker had before
+            # (a rekey, a recreated VM): forget it, as for a new key.
+            from . import host
+            host.forget_host_keys(env, [env.ip(s) for s in restored])
                 try:
                     os.unlink(os.path.join(env.wdir(s), "net.mode"))
                 except FileNotFoundError:
@@ -635,19 +641,19 @@ class Cloud:
         return {"workers": n, "started": started, "device": device, "accelerator": d.accelerator_type}
 
     def baseline_key(self, slot, restore):
-        """The default node's host keys stay what they were at its first `up`
-        (users' known_hosts have them): a worker `up` boots again gets its
-        baseline key back, even if a test recreated the VM meanwhile."""
+        """The default node's host keys stay what they were at its first `up`:
+        a worker `up` boots again gets its baseline key back, even if a test
+        rekeyed or recreated it meanwhile. Returns True when it changed the key."""
         w = self.env.wdir(slot)
         key, base = os.path.join(w, "ssh_host_ed25519_key"), os.path.join(w, "baseline_key")
         if not os.path.exists(key):
             if not restore or not os.path.exists(base):
-                return
+                return False
         elif not os.path.exists(base):
             import shutil
             shutil.copy2(key, base)
             shutil.copy2(key + ".pub", base + ".pub")
-            return
+            return False
         if restore:
             with open(base + ".pub") as f:
                 b = f.read()
@@ -662,6 +668,8 @@ class Cloud:
                 os.replace(key + ".tmp", key)
                 shutil.copy2(base + ".pub", key + ".pub.tmp")
                 os.replace(key + ".pub.tmp", key + ".pub")
+                return True
+        return False
 
     def write_pod_files(self):
         """tpurun.json (a static config for the default node) and
