@@ -620,6 +620,7 @@ class Cloud:
             # (a rekey, a recreated VM): forget it, as for a new key.
             from . import host
             host.forget_host_keys(env, [env.ip(s) for s in restored])
+            for s in want:
                 try:
                     os.unlink(os.path.join(env.wdir(s), "net.mode"))
                 except FileNotFoundError:
