@@ -2,7 +2,6 @@
 
 Usage: see USAGE below and docs/simulator.md.
 """
-import os
 import sys
 
 USAGE = """usage: fakepod up N            start (or restore) the default pod: node sim-tpu with N workers

@@ -21,6 +21,8 @@ import json
 import random
 import time
 
+from . import config
+
 HOST_STATES = ("READY",)   # states in which the workers run
 STATES = ("CREATING", "READY", "RESTARTING", "REIMAGING", "DELETING", "REPAIRING", "STOPPED", "STOPPING",
           "STARTING", "PREEMPTED", "TERMINATED", "HIDING", "HIDDEN", "UNHIDING", "UNKNOWN")
@@ -153,8 +155,8 @@ class Node:
                               "subnetwork": "projects/%s/regions/%s/subnetworks/default"
                                             % (self.project, self.zone.rsplit("-", 1)[0]),
                               "enableExternalIps": self.external_ips},
-            "serviceAccount": {"email": "%s-compute@developer.gserviceaccount.com" % PROJECT_NUMBER_FOR.get(
-                self.project, "424242424242"), "scope": ["https://www.googleapis.com/auth/cloud-platform"]},
+            "serviceAccount": {"email": "%s-compute@developer.gserviceaccount.com" % config.PROJECT_NUMBER,
+                               "scope": ["https://www.googleapis.com/auth/cloud-platform"]},
             "createTime": self.create_time,
             "schedulingConfig": dict(self.scheduling),
             "id": self.id,
@@ -196,9 +198,6 @@ class Node:
         n.__dict__.update(d)
         n.__dict__.setdefault("symptoms", [])
         return n
-
-
-PROJECT_NUMBER_FOR = {}
 
 
 def new_node_id(rng=random):

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from . import config, host, netns, procs, workers
+from . import config, host, procs, workers
 
 LIB_SRC = os.path.dirname(os.path.abspath(__file__))
 

@@ -11,6 +11,7 @@ It serves three sockets:
 It owns the cloud's state ($STATE/cloud.json) and drives the workers
 (workers.py) and the forwarder (netns.py) when nodes change state.
 """
+import concurrent.futures
 import heapq
 import http.server
 import json
@@ -18,6 +19,7 @@ import os
 import pwd
 import random
 import re
+import shutil
 import signal
 import socket
 import socketserver
@@ -28,7 +30,7 @@ import time
 import traceback
 import urllib.parse
 
-from . import cloud, config, netns, procs, workers
+from . import cloud, config, host, netns, procs, workers
 from .cloud import ApiError, Node
 
 DEFAULT_DELAYS = {"create": 0.3, "delete": 0.2, "stop": 0.2, "start": 0.2, "update": 0.1}
@@ -228,7 +230,6 @@ class Cloud:
                 self.seed_fstab(s)
             self.applied.pop(s, None)
         # ssh-keygen and unshare are processes: run a few at a time.
-        import concurrent.futures
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             list(pool.map(lambda s: workers.new_host_key(env, s), keygen))
             list(pool.map(lambda s: workers.spawn(env, s), [s for s in slots if not workers.init_pid(env, s)]))
@@ -414,7 +415,6 @@ class Cloud:
             for name in ("disk", "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub", "syslog"):
                 if os.path.exists(os.path.join(dst, name)):
                     if os.path.isdir(os.path.join(dst, name)):
-                        import shutil
                         shutil.rmtree(os.path.join(dst, name))
                     else:
                         os.unlink(os.path.join(dst, name))
@@ -618,7 +618,6 @@ class Cloud:
                     restored.append(s)
             # The users' known_hosts may hold the key the worker had before
             # (a rekey, a recreated VM): forget it, as for a new key.
-            from . import host
             host.forget_host_keys(env, [env.ip(s) for s in restored])
             for s in want:
                 try:
@@ -651,7 +650,6 @@ class Cloud:
             if not restore or not os.path.exists(base):
                 return False
         elif not os.path.exists(base):
-            import shutil
             shutil.copy2(key, base)
             shutil.copy2(key + ".pub", base + ".pub")
             return False
@@ -664,7 +662,6 @@ class Cloud:
             except OSError:
                 same = False
             if not same:
-                import shutil
                 shutil.copy2(base, key + ".tmp")
                 os.replace(key + ".tmp", key)
                 shutil.copy2(base + ".pub", key + ".pub.tmp")
