@@ -14,6 +14,7 @@
 #     and carol can run it), the fake trainer as $FAKEPOD_STATE/trainer/ and the
 #     gcloud stub as $FAKEPOD_STATE/stubs/gcloud (first on as_user's PATH);
 #   - makes a fresh scratch dir $SCRATCH=/var/tmp/tpurun-e2e/<test name>
+#     (/var/tmp/tpurun-e2e-<state dir's name>/... for a second pod beside the default)
 #     (removed at exit if the test passed);
 #   - installs an EXIT trap that runs the test's registered cleanups, then kills
 #     every process still holding a TPU device on any worker, removes
@@ -188,9 +189,11 @@ for _u in alice bob carol; do
   done
 done
 
-SCRATCH=/var/tmp/tpurun-e2e/$TEST_NAME
+_scratch_root=/var/tmp/tpurun-e2e
+[[ $FAKEPOD_STATE == /var/lib/tpurun-fakepod ]] || _scratch_root+=-$(basename "$FAKEPOD_STATE")
+SCRATCH=$_scratch_root/$TEST_NAME
 rm -rf "$SCRATCH"
-install -d -m 755 /var/tmp/tpurun-e2e "$SCRATCH"
+install -d -m 755 "$_scratch_root" "$SCRATCH"
 : >"$SCRATCH/.trainers"
 
 # ------------------------------------------------------------------ pod
