@@ -215,6 +215,14 @@ def cmd_up(args):
         host.write_gcloud_config(env, u, port)
     host.forget_host_keys(env, [env.ip(s) for s in new_keys])
     r = control(env, "up", {"n": n, "device": env.device})
+    keys = {}
+    for s in range(n):
+        try:
+            with open(os.path.join(env.wdir(s), "ssh_host_ed25519_key.pub")) as f:
+                keys[env.ip(s)] = f.read().split()[1]
+        except (OSError, IndexError):
+            pass
+    host.settle_known_hosts(env, keys, ["root"] + users)
     lock.release()
     if r["started"] == 0:
         print("fakepod: already up: %d workers (%s .. %s), config %s; API http://127.0.0.1:%d/"

@@ -105,6 +105,54 @@ def forget_host_keys(env, ips):
             os.chown(kh, pw.pw_uid, pw.pw_gid)
 
 
+def _known_host_matches(field, ip):
+    """known_hosts host field (patterns, or |1|salt|hash) names ip (port 22)?"""
+    import base64
+    import hashlib
+    import hmac
+    if field.startswith("|1|"):
+        try:
+            _, _, salt, digest = field.split("|", 3)
+            mac = hmac.new(base64.b64decode(salt), ip.encode(), hashlib.sha1).digest()
+            return base64.b64encode(mac).decode() == digest
+        except (ValueError, TypeError):
+            return False
+    return ip in field.split(",")
+
+
+def settle_known_hosts(env, keys, users):
+    """The pod `up` restores is trusted: drop the users' known_hosts lines that
+    name one of its addresses with another key (left by a rekey, a recreated
+    VM, or another simulator on this state dir). keys: {ip: base64 key}."""
+    for u in users:
+        try:
+            pw = pwd.getpwnam(u)
+        except KeyError:
+            continue
+        kh = os.path.join(pw.pw_dir, ".ssh", "known_hosts")
+        try:
+            with open(kh) as f:
+                lines = f.read().splitlines(True)
+        except OSError:
+            continue
+        keep = []
+        for line in lines:
+            parts = line.split()
+            if len(parts) >= 3 and not line.startswith(("#", "@")):
+                stale = [ip for ip, key in keys.items() if _known_host_matches(parts[0], ip) and parts[2] != key]
+                if stale:
+                    continue
+            keep.append(line)
+        if len(keep) != len(lines):
+            st = os.stat(kh)
+            tmp = kh + ".fakepod"
+            with open(tmp, "w") as f:
+                f.writelines(keep)
+            os.chown(tmp, st.st_uid, st.st_gid)
+            os.chmod(tmp, st.st_mode & 0o777)
+            os.replace(tmp, kh)
+
+
 def build_image(env, extra_users=()):
     """$STATE/image/etc: the image layer of every worker's /etc. It is the dev
     VM's /etc without the simulated users (they arrive through metadata or OS

@@ -7,7 +7,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from fakepod import agent, cloud, config  # noqa: E402
+from fakepod import agent, cloud, config, host  # noqa: E402
 
 
 class EnvTest(unittest.TestCase):
@@ -35,6 +35,21 @@ class EnvTest(unittest.TestCase):
         for bad in ("10.0", "127", "127.0.0.0.1", "127.x"):
             with self.assertRaises(ValueError):
                 config.Env.load({"FAKEPOD_NET": bad})
+
+
+class KnownHostsTest(unittest.TestCase):
+    def test_plain_and_hashed_entries(self):
+        import base64
+        import hashlib
+        import hmac
+        self.assertTrue(host._known_host_matches("127.0.1.4", "127.0.1.4"))
+        self.assertTrue(host._known_host_matches("a,127.0.1.4", "127.0.1.4"))
+        self.assertFalse(host._known_host_matches("127.0.1.40", "127.0.1.4"))
+        salt = b"0123456789abcdefghij"
+        mac = base64.b64encode(hmac.new(salt, b"127.0.1.4", hashlib.sha1).digest()).decode()
+        field = "|1|%s|%s" % (base64.b64encode(salt).decode(), mac)
+        self.assertTrue(host._known_host_matches(field, "127.0.1.4"))
+        self.assertFalse(host._known_host_matches(field, "127.0.1.5"))
 
 
 class ModelTest(unittest.TestCase):
