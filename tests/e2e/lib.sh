@@ -262,7 +262,8 @@ make_project() {
 # as_user U [-C DIR] CMD...: run CMD as local user U with a clean login-like
 # environment (HOME, USER, LOGNAME, SHELL, LANG, PATH with gcloud on it (the
 # real one, or the stub first), CLOUDSDK_CONFIG (U's private gcloud config for
-# the simulator), plus the words of $AS_USER_ENV, e.g. AS_USER_ENV="TPURUN_X=1"),
+# the simulator), XDG_CACHE_HOME=$SCRATCH/U/.cache (tpurun's cache, per test),
+# plus the words of $AS_USER_ENV, e.g. AS_USER_ENV="TPURUN_X=1"),
 # in DIR (default: $SCRATCH/U), stdin from /dev/null.
 as_user() {
   local u=$1
@@ -273,8 +274,12 @@ as_user() {
     shift 2
   fi
   [[ -n $dir ]] || dir=$(user_dir "$u")
-  local home extra=()
+  local home extra=() cache
   home=$(user_home "$u")
+  # tpurun's cache (kept describe answers, --env values) per test and user:
+  # a describe kept by another test, or by a pod beside this one with the
+  # same TPU name, never answers for this one.
+  cache=$(user_dir "$u")/.cache
   [[ -n $home ]] || fail "no such user: $u"
   # shellcheck disable=SC2206
   [[ -n ${AS_USER_ENV:-} ]] && extra=($AS_USER_ENV)
@@ -282,7 +287,7 @@ as_user() {
     cd "$dir"
     exec setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- \
       env -i HOME="$home" USER="$u" LOGNAME="$u" SHELL=/bin/bash LANG=C.UTF-8 \
-      PATH="$E2E_GCLOUD_PATH" CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/$u" \
+      PATH="$E2E_GCLOUD_PATH" CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/$u" XDG_CACHE_HOME="$cache" \
       FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" </dev/null
   )
 }

@@ -25,7 +25,7 @@ for i in 0 3; do
 done
 assert_eq "$(grep -c "key=$secret" "$dir/worker0.log")" "2" "the job saw the value on both attempts"
 # The kept values are the user's alone, and gone when the run ends.
-kept=$(user_home alice)/.cache/tpurun/run-env/$run.env.json
+kept=$(user_dir alice)/.cache/tpurun/run-env/$run.env.json  # as_user's XDG_CACHE_HOME
 assert_eq "$(stat -c %a "$kept")" "600"
 expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 1s
 wait_verdict alice "$run" stopped
