@@ -110,16 +110,21 @@ class Supervisor {
     const int attempt = monitor_.state().attempt;
     auto probes = prober.take();
     std::vector<WorkerSample> samples;
-    std::map<int, int> to_probe;
-    for (const Worker& w : workers_) {
-      WorkerJob job = read_worker_job(setup_.record.log_dir, w.index, attempt);
+    std::map<int, ProbeJob> to_probe;
+    const std::vector<WorkerJob> jobs = read_worker_jobs(setup_.record.log_dir, workers_, attempt);
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      const Worker& w = workers_[i];
+      const WorkerJob& job = jobs[i];
       WorkerSample s{w.index, job.pid, job.exit_code, Probe::none, ""};
       if (auto it = probes.find(w.index); it != probes.end() && !job.exit_code) {
         s.probe = it->second.probe;
         s.probe_error = it->second.error;
+        // This host may still have "no such file" cached for the exit record
+        // (NFS): the worker's word counts, so a finished job is never lost.
+        if (it->second.exit_code) s.exit_code = it->second.exit_code;
       }
       if (auto it = launch_failures_.find(w.index); it != launch_failures_.end()) s.exit_code = it->second;
-      if (job.pid && !job.exit_code) to_probe[w.index] = *job.pid;
+      if (job.pid && !s.exit_code) to_probe[w.index] = {*job.pid, job_file(setup_.record.log_dir, w.index, attempt, "exit")};
       samples.push_back(s);
     }
     prober.set_jobs(std::move(to_probe));
