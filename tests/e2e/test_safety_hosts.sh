@@ -149,7 +149,6 @@ expect_exit 1 g hostkeys
 assert_contains "$OUT" "tpu.$nid-0"
 assert_contains "$OUT" "not recorded"
 expect_exit 0 g hostkeys --import --dry-run
-# hostkeys --import follows the pod's internal/external choice (internal_ip defaults to true)
 assert_contains "$OUT" "gcloud compute tpus tpu-vm ssh sim-tpu --zone us-central2-b --internal-ip --worker=all --command=true"
 [[ -e $gck ]] && fail "--dry-run ran gcloud"
 expect_exit 0 g hostkeys --import

@@ -67,14 +67,21 @@ expect_exit 0 tpurun_as alice -C "$proj" logs "${run_id:0:22}" --worker 1
 assert_contains "$OUT" "[w1 $(worker_ip 1)] data=v1"
 assert_not_contains "$OUT" "[w0 "
 
-# Re-staging an unchanged tree reuses the stored content: same inode, more links.
+# Re-staging an unchanged tree reuses its (read-only) snapshot and writes
+# nothing; a changed file makes a new snapshot that shares the unchanged
+# content: same inode, more links.
 expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
 s1=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
 expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
 s2=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
-[[ $s1 != "$s2" ]] || fail "two stages got the same dir"
-assert_eq "$(stat -c %i "$s1/train.py")" "$(stat -c %i "$s2/train.py")"
-(( $(stat -c %h "$s2/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
+assert_eq "$s2" "$s1" "an unchanged re-stage reuses the snapshot"
+assert_contains "$ERR" "unchanged since snapshot $(basename "$s1"): reusing it"
+echo v3 >"$proj/data.txt"
+expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
+s3=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
+[[ $s1 != "$s3" ]] || fail "a changed tree reused the old snapshot"
+assert_eq "$(stat -c %i "$s1/train.py")" "$(stat -c %i "$s3/train.py")"
+(( $(stat -c %h "$s3/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
 
 # SIGKILL of the client mid-run: every job still finishes and records its exit code.
 before=$(run_dirs)
