@@ -78,7 +78,7 @@ assert_contains "$OUT" "step 8 "
 assert_contains "$ERR" "succeeded: all $last workers exited 0"
 bob_alive
 
-# -- Two users staging 10 times each, concurrently: no collisions.
+# -- Two users staging 10 times each, concurrently: no collisions (runs and log dirs are unique).
 bobproj=$(make_project bob proj)
 pids=()
 for i in $(seq 10); do
@@ -92,9 +92,13 @@ python3 - "$SCRATCH" <<'PY'
 import glob, json, os, sys
 docs = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/[ab]*.json")]
 assert len(docs) == 20, len(docs)
-for key in ("run_id", "staged_dir", "log_dir"):
+for key in ("run_id", "log_dir"):
     values = [d[key] for d in docs]
     assert len(set(values)) == 20, (key, values)
+# An unchanged tree may share one read-only snapshot (a re-stage reuses it);
+# each user's are their own.
+for d in docs:
+    assert ("/staging/alice/" in d["staged_dir"]) == (d["log_dir"].find("/logs/alice/") >= 0), d
 for d in docs:
     assert os.path.isdir(d["staged_dir"]) and os.path.isfile(d["log_dir"] + "/run.json"), d
     assert d["workers"][0]["pid"], d
