@@ -11,6 +11,7 @@ USAGE = """usage: fakepod up N            start (or restore) the default pod: no
        fakepod exec I [--user U] -- CMD...   run CMD inside worker I
   worker faults (I = worker slot, its address is the I-th):
        fakepod stop-worker I | start-worker I | blackhole I | partition I | heal I | rekey I
+       fakepod clock-skew I SECONDS
   the cloud (NAME is a TPU VM; --zone Z, --project P default to the default node's):
        fakepod preempt NAME [--terminated]      the VM is preempted: its workers die
        fakepod delete NAME | stop NAME          as gcloud's tpu-vm delete / stop

@@ -516,6 +516,21 @@ def cmd_fault(args):
                                               json.dumps(r["settings"], sort_keys=True)))
 
 
+def cmd_clock_skew(args):
+    """fakepod clock-skew I SECONDS: worker I's clock is off by SECONDS (0 heals)."""
+    env = env_or_die()
+    need_root()
+    if len(args) != 2:
+        die("usage: fakepod clock-skew I SECONDS   (0: the right time again)")
+    s = slot_arg(env, args[:1])
+    try:
+        seconds = int(args[1])
+    except ValueError:
+        die("clock-skew: SECONDS must be a whole number, e.g. 7 or -30")
+    control(env, "clock-skew", {"slot": s, "seconds": seconds})
+    print("fakepod: worker %d (%s) clock %s" % (s, env.ip(s), "%+ds" % seconds if seconds else "right again"))
+
+
 def cmd_metadata(args):
     env = env_or_die()
     need_root()
@@ -578,6 +593,7 @@ COMMANDS = {
     "create": node_cmd("create"),
     "node-add": cmd_node_add,
     "fault": cmd_fault,
+    "clock-skew": cmd_clock_skew,
     "metadata": cmd_metadata,
     "oslogin": cmd_oslogin,
     "user": cmd_user,

@@ -560,6 +560,11 @@ class Cloud:
             self.faults = {}
             self.settings.pop("new_ips", None)
             self.settings.pop("agent_order", None)
+            for slot in range(n):  # a clock set off by clock-skew is right again
+                if workers.clock_skew(env, slot):
+                    workers.set_clock_skew(env, slot, 0)
+                    if workers.init_pid(env, slot):
+                        restart_sshd(env, slot)
             d = self.default_node()
             want = list(range(n))
             started = 0
@@ -1099,6 +1104,14 @@ def control_route(c, method, path, query, h):
         return 200, {"ok": True}
     if cmd in ("stop-worker", "start-worker", "blackhole", "partition", "heal", "rekey"):
         return 200, worker_fault(c, cmd, int(req["slot"]))
+    if cmd == "clock-skew":
+        slot = int(req["slot"])
+        try:
+            workers.set_clock_skew(c.env, slot, int(req.get("seconds", 0)))
+        except (RuntimeError, ValueError) as e:
+            raise ApiError(400, "FAILED_PRECONDITION", str(e))
+        restart_sshd(c.env, slot)
+        return 200, {"ok": True}
     if cmd in ("preempt", "delete", "stop", "start", "create"):
         project = req.get("project") or config.PROJECT
         zone = req.get("zone") or config.ZONE
@@ -1228,14 +1241,20 @@ def worker_fault(c, cmd, slot):
             netns.request(env.state, "%s %d" % (cmd, slot))
         elif cmd == "rekey":
             workers.new_host_key(env, slot)
-            sp = workers.sshd_pid(env, slot)
-            if sp:
-                os.kill(sp, signal.SIGTERM)
-                while procs.alive(sp):
-                    time.sleep(0.02)
-                workers.wait_ports([env.ip(slot)], True, 30)
+            restart_sshd(env, slot)
             c.changed()  # the agent publishes the new key
     return {"ok": True}
+
+
+def restart_sshd(env, slot):
+    """The worker's init starts sshd again with its (new) config and key;
+    open sessions carry on."""
+    sp = workers.sshd_pid(env, slot)
+    if sp:
+        os.kill(sp, signal.SIGTERM)
+        while procs.alive(sp):
+            time.sleep(0.02)
+        workers.wait_ports([env.ip(slot)], True, 30)
 
 
 # ================================================================ main

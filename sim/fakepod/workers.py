@@ -198,6 +198,42 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 """
 
 
+# A worker whose clock is off (NTP broken on one host): every login session
+# runs with libfaketime's offset, so `date` and the jobs see the skew; the
+# host's clock is untouched. Kept in the slot's clock.skew (seconds).
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def clock_skew(env, slot):
+    try:
+        with open(os.path.join(env.wdir(slot), "clock.skew")) as f:
+            return int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def skew_env(seconds):
+    if not seconds:
+        return ""
+    return " LD_PRELOAD=%s FAKETIME=%+ds FAKETIME_DONT_FAKE_MONOTONIC=1" % (FAKETIME_LIB, seconds)
+
+
+def set_clock_skew(env, slot, seconds):
+    """Records the skew and rewrites the SetEnv line of the slot's sshd_config
+    (the caller restarts sshd)."""
+    if seconds and not os.path.exists(FAKETIME_LIB):
+        raise RuntimeError("libfaketime is not installed (Debian package faketime)")
+    w = env.wdir(slot)
+    procs.write_file(os.path.join(w, "clock.skew"), "%d\n" % seconds)
+    path = os.path.join(w, "sshd_config")
+    with open(path) as f:
+        lines = f.read().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("SetEnv TPU_WORKER_ID="):
+            lines[i] = line.split(" LD_PRELOAD=")[0] + skew_env(seconds)
+    procs.write_file(path, "\n".join(lines) + "\n")
+
+
 def write_slot(env, slot, *, hostname, worker, hostnames, device, netns, disk):
     """The slot's boot.env and sshd_config (worker = index in its node,
     hostnames = the node's worker addresses, comma-separated)."""
@@ -209,7 +245,8 @@ def write_slot(env, slot, *, hostname, worker, hostnames, device, netns, disk):
                      % (hostname, ip, device, int(netns), int(disk), env.nfs, worker))
     listen = "ListenAddress 127.0.0.1:22\nListenAddress %s:22" % ip if netns else "ListenAddress %s:22" % ip
     procs.write_file(os.path.join(w, "sshd_config"),
-                     SSHD_CONFIG.format(slot=slot, listen=listen, w=w, worker=worker, hostnames=hostnames))
+                     SSHD_CONFIG.format(slot=slot, listen=listen, w=w, worker=worker,
+                                        hostnames=hostnames + skew_env(clock_skew(env, slot))))
 
 
 def new_host_key(env, slot):

@@ -170,3 +170,31 @@ class AccountsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ClockSkewTest(unittest.TestCase):
+    """A worker whose clock is off: its login sessions run under libfaketime."""
+
+    def test_the_skew_goes_into_sshds_setenv_and_back_out(self):
+        from fakepod import workers
+        with tempfile.TemporaryDirectory() as d:
+            env = config.Env(d, d + "/nfs", "127.9", "accel")
+            workers.write_slot(env, 3, hostname="h", worker=3, hostnames="127.9.1.4", device="accel", netns=True,
+                               disk=True)
+            cfg = os.path.join(env.wdir(3), "sshd_config")
+            if not os.path.exists(workers.FAKETIME_LIB):
+                self.skipTest("libfaketime is not installed")
+            workers.set_clock_skew(env, 3, -30)
+            with open(cfg) as f:
+                text = f.read()
+            self.assertIn("SetEnv TPU_WORKER_ID=3 TPU_WORKER_HOSTNAMES=127.9.1.4 LD_PRELOAD=", text)
+            self.assertIn("FAKETIME=-30s", text)
+            self.assertEqual(workers.clock_skew(env, 3), -30)
+            # a reboot keeps it (the config is written again from the slot's files)
+            workers.write_slot(env, 3, hostname="h", worker=3, hostnames="127.9.1.4", device="accel", netns=True,
+                               disk=True)
+            with open(cfg) as f:
+                self.assertIn("FAKETIME=-30s", f.read())
+            workers.set_clock_skew(env, 3, 0)
+            with open(cfg) as f:
+                self.assertNotIn("FAKETIME", f.read())
