@@ -12,10 +12,12 @@ std::string uid_fixes(const std::string& user, int uid, int gid) {
   return fmt::format(
       "Fix one of:\n"
       "  - OS Login: one POSIX uid per account on every VM: gcloud compute project-info add-metadata --metadata "
-      "enable-oslogin=TRUE (then log in again, here too);\n"
+      "enable-oslogin=TRUE, on this dev VM too; a local {} that the guest agent already made keeps its uid "
+      "(local accounts come before OS Login), so remove it first on each VM, as another sudo user: sudo "
+      "userdel {};\n"
       "  - the same numbers everywhere: on each worker whose numbers differ, as another sudo user (usermod refuses "
       "a user with running processes): sudo groupmod -g {} {} && sudo usermod -u {} -g {} {}",
-      gid, user, uid, gid, user);
+      user, user, gid, user, uid, gid, user);
 }
 
 std::string uid_mismatch(const std::string& user, int uid, int gid, const std::vector<WorkerScanResult>& scans) {

@@ -39,6 +39,23 @@ std::filesystem::path existing_ancestor(std::filesystem::path p) {
   return p;
 }
 
+// Which gcloud configuration answered: another one (a private CLOUDSDK_CONFIG,
+// another active configuration or endpoint) may see another TPU VM of the
+// same name, so its answers are kept apart.
+std::string gcloud_identity(const Environment& env) {
+  std::string id;
+  for (const char* name : {"CLOUDSDK_CONFIG", "CLOUDSDK_ACTIVE_CONFIG_NAME", "CLOUDSDK_CORE_PROJECT",
+                           "CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU"}) {
+    id += env.get(name).value_or("") + "\n";
+  }
+  if (id == std::string(4, '\n')) return "";
+  unsigned long long h = 1469598103934665603ULL;  // FNV-1a: a short, stable tag, not a secret
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ULL;
+  char tag[20];
+  std::snprintf(tag, sizeof tag, ".%012llx", h & 0xffffffffffffULL);
+  return tag;
+}
+
 }  // namespace
 
 std::chrono::seconds describe_max_age(const Environment& env) {
@@ -53,7 +70,7 @@ std::chrono::seconds describe_max_age(const Environment& env) {
 
 std::string describe_cache_path(const GcloudSpec& spec, const Environment& env) {
   return cache_dir(env) + "/describe/" + plain(spec.project) + "_" + plain(spec.zone) + "_" + plain(spec.name) +
-         (spec.internal_ip ? "" : ".external") + ".json";
+         (spec.internal_ip ? "" : ".external") + gcloud_identity(env) + ".json";
 }
 
 std::optional<TpuNode> read_kept_describe(const GcloudSpec& spec, const Environment& env) {

@@ -43,3 +43,22 @@ TEST(DescribeCacheTest, NotReadyIsNeverKeptAndMaxAgeZeroTurnsItOff) {
 
 }  // namespace
 }  // namespace tpurun
+
+namespace tpurun {
+namespace {
+
+TEST(DescribeCacheKeyTest, AnotherGcloudConfigurationKeepsItsOwnAnswers) {
+  testing::TempDir temp;
+  const GcloudSpec spec{"t", "z", "p", true};
+  testing::FakeEnvironment a(std::map<std::string, std::string>{{"XDG_CACHE_HOME", temp.path()},
+                                                                {"CLOUDSDK_CONFIG", "/home/alice/.sim-a"}});
+  testing::FakeEnvironment b(std::map<std::string, std::string>{{"XDG_CACHE_HOME", temp.path()},
+                                                                {"CLOUDSDK_CONFIG", "/home/alice/.sim-b"}});
+  EXPECT_NE(describe_cache_path(spec, a), describe_cache_path(spec, b));
+  keep_describe(spec, parse_tpu_node(kReady, true), a);
+  EXPECT_TRUE(read_kept_describe(spec, a));
+  EXPECT_FALSE(read_kept_describe(spec, b));
+}
+
+}  // namespace
+}  // namespace tpurun
