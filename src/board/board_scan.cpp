@@ -59,6 +59,7 @@ BoardScanner::~BoardScanner() = default;
 void BoardScanner::load(Pod& pod) {
   PodRequest request = ctx_.pod_request;
   request.pod = pod.name;
+  request.describe_fresh = true;  // the board shows each TPU VM's state as gcloud says it now
   try {
     pod.config = load_pod(request, ctx_.env, ctx_.processes);
     attach_transport(pod);

@@ -95,7 +95,9 @@ int run_status(const StatusOptions& o, Context& ctx) {
   if (o.all) return run_status_all(o, ctx);
   Target target;
   try {
-    target = resolve_target(o.target, ctx);
+    PodRequest request = ctx.pod_request;
+    request.describe_fresh = true;  // status is where a VM's state is looked at: what gcloud says now
+    target = select_workers(load_pod(request, ctx.env, ctx.processes), o.target.workers);
   } catch (const TpuUnavailable& e) {
     return print_unavailable(e, o.json, ctx);
   }

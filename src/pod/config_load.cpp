@@ -229,7 +229,14 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
       pod.workers = kept->workers;
       pod.workers_from_cache = true;
     } else {
-      TpuNode node = describe_node(pod.name, *pod.gcloud, runner);
+      TpuNode node;
+      try {
+        node = describe_node(pod.name, *pod.gcloud, runner);
+      } catch (const TpuUnavailable&) {
+        forget_describe(*pod.gcloud, env);  // deleted: nothing kept may say otherwise
+        throw;
+      }
+      if (!node.ready()) forget_describe(*pod.gcloud, env);
       pod.workers = ready_workers(pod, node);
       keep_describe(*pod.gcloud, node, env);
     }
