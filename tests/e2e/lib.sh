@@ -264,7 +264,7 @@ make_project() {
 # real one, or the stub first), CLOUDSDK_CONFIG (U's private gcloud config for
 # the simulator), XDG_CACHE_HOME=$SCRATCH/U/.cache (tpurun's cache, per test),
 # plus the words of $AS_USER_ENV, e.g. AS_USER_ENV="TPURUN_X=1"),
-# in DIR (default: $SCRATCH/U), stdin from /dev/null.
+# in DIR (default: $SCRATCH/U), stdin from $AS_USER_STDIN (default /dev/null).
 as_user() {
   local u=$1
   shift
@@ -288,7 +288,7 @@ as_user() {
     exec setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- \
       env -i HOME="$home" USER="$u" LOGNAME="$u" SHELL=/bin/bash LANG=C.UTF-8 \
       PATH="$E2E_GCLOUD_PATH" CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/$u" XDG_CACHE_HOME="$cache" \
-      FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" </dev/null
+      FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" <"${AS_USER_STDIN:-/dev/null}"
   )
 }
 
