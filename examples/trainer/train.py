@@ -190,6 +190,7 @@ def chip_device_ids(chips):
 def start_metrics(args, chips, log):
     """Imported here: only a trainer that serves metrics needs grpcio."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.dont_write_bytecode = True  # no __pycache__ left in the user's project
     try:
         import libtpu_metrics
     except ImportError as e:
