@@ -67,14 +67,19 @@ struct PodRequest {
   std::optional<std::string> config_path;  // --config
   std::optional<std::string> pod;          // --pod (else TPURUN_POD, else default_pod)
   PodOverrides overrides;
+  // false: the command reads run records only (logs, runs, gc, tensorboard),
+  // so a gcloud pod is not described and its workers stay empty; they work
+  // when the TPU VM is preempted, stopped or gone.
+  bool need_workers = true;
 };
 
 // The whole path from flags to a pod with workers: find and parse the config,
 // pick the pod (with a "did you mean" hint for unknown names), run
 // `gcloud ... describe` for gcloud pods, apply overrides.
 // With no config file and no --pod, returns the local pod (this host alone).
-// Throws ConfigError (config problems) or std::runtime_error (gcloud failed,
-// carrying gcloud's own stderr).
+// Throws ConfigError (config problems), TpuUnavailable (tpu_node.hpp: the TPU
+// VM is not READY, or gone) or std::runtime_error (gcloud failed, carrying
+// gcloud's own stderr).
 PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRunner& runner);
 
 // Workers from the JSON printed by `gcloud compute tpus tpu-vm describe --format=json`.
@@ -83,6 +88,12 @@ std::vector<Worker> parse_gcloud_describe(const std::string& json_text, bool int
 
 // The command that prints a gcloud pod's description, for running and for -v.
 std::vector<std::string> gcloud_describe_argv(const GcloudSpec& spec);
+
+// `gcloud compute tpus tpu-vm ssh NAME --zone Z [--project P] [--internal-ip]
+// --worker=W --command=true`: what gcloud does on first use, once: it puts the
+// user's key (~/.ssh/google_compute_engine.pub) in the TPU VM's metadata and
+// records the workers' host keys under their aliases.
+std::vector<std::string> gcloud_import_argv(const GcloudSpec& spec, const std::string& workers);
 
 std::optional<HostKeyPolicy> parse_host_key_policy(const std::string& s);
 const char* to_string(HostKeyPolicy p);

@@ -7,7 +7,7 @@
 
 namespace tpurun {
 
-// Throws UsageError (worker_select.hpp) naming the bad text.
+// Throws UsageError (usage_error.hpp) naming the bad text.
 std::chrono::milliseconds parse_duration(const std::string& text);
 // A duration as the user would type it: 500 -> "500ms", 30000 -> "30s", 90000 -> "1m30s".
 std::string format_duration_ms(long long ms);

@@ -54,6 +54,8 @@ class GangMonitor {
   void others_stopped() { state_.stopped_others = true; }
   // No further attempt after all (its --env values are gone): the failure stands.
   void give_up();
+  // No further attempt: the TPU VM is gone (PREEMPTED, TERMINATED, deleted).
+  void preempted(Preemption what);
 
  private:
   struct Tracker {

@@ -58,4 +58,11 @@ struct PodConfig {
   bool local = false;
 };
 
+// A pod and the workers one command acts on (all of them, or --worker's).
+struct Target {
+  PodConfig pod;
+  std::vector<Worker> workers;  // the selected ones, in worker order
+};
+
+
 }  // namespace tpurun

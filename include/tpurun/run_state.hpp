@@ -8,9 +8,11 @@
 
 namespace tpurun {
 
-// running → succeeded | failed | lost | stopped, with restarting between
-// attempts when --restarts allows another one.
-enum class RunVerdict { running, restarting, succeeded, failed, lost, stopped };
+// running → succeeded | failed | lost | stopped | preempted, with restarting
+// between attempts when --restarts allows another one. preempted: a relaunch
+// was due but the TPU VM is PREEMPTED, TERMINATED or deleted, and never comes
+// back by itself.
+enum class RunVerdict { running, restarting, succeeded, failed, lost, stopped, preempted };
 const char* to_string(RunVerdict v);
 std::optional<RunVerdict> parse_run_verdict(const std::string& text);
 bool is_final(RunVerdict v);
@@ -38,6 +40,15 @@ struct GangFailure {
   std::string detail;  // one line for the summary
 };
 
+// The run's TPU VM was found PREEMPTED, TERMINATED or deleted (a gcloud pod).
+struct Preemption {
+  std::string tpu;     // the TPU VM's name
+  std::string state;   // PREEMPTED, TERMINATED or NOT_FOUND
+  std::string detail;  // what gcloud said, one line
+  std::string at;      // when the watcher saw it (ISO 8601)
+  int attempt = 0;     // the attempt it ended
+};
+
 // Where the watcher lives: a detached `tpurun` process on the dev VM.
 struct SupervisorInfo {
   int pid = 0;
@@ -55,6 +66,7 @@ struct RunState {
   std::optional<GangFailure> first_failure;  // of the last failed attempt
   bool stopped_others = false;               // tpurun stopped the other workers' jobs
   std::string message;                        // what the supervisor is doing or waiting for
+  std::vector<Preemption> preemptions;        // in order
   SupervisorInfo supervisor;
   std::string updated_at;
 };

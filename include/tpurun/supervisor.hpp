@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tpurun/cancel.hpp"
 #include "tpurun/pod.hpp"
@@ -33,10 +34,21 @@ struct SupervisorSetup {
 int supervise_run(const SupervisorSetup& setup, Transport& transport, ProcessRunner& processes,
                   const CancelToken& cancel);
 
-// Why the workers are not ready for a relaunch yet ("" when they are): each
-// must be reachable and hold none of the caller's processes nor anyone's TPU
-// device; a gcloud pod must also be READY.
-std::string restart_blockers(const RunRecord& record, const PodConfig& pod, Transport& transport,
-                             ProcessRunner& processes, int fanout, const CancelToken& cancel);
+// May the run be relaunched now? A gcloud pod's TPU VM (each slice's) is
+// described again: READY gives the workers' current addresses; PREEMPTED,
+// TERMINATED or deleted means it never comes back by itself (`gone`); any
+// other state is waited for. Then each worker must be reachable and hold none
+// of the caller's processes nor anyone's TPU device.
+struct RestartCheck {
+  std::string waiting_for;      // "" when nothing is waited for
+  std::string gone;             // the TPU VM cannot come back by itself: why
+  std::string gone_state;       // PREEMPTED, TERMINATED or NOT_FOUND
+  std::vector<Worker> workers;  // the run's workers at their current addresses
+  bool ready() const { return waiting_for.empty() && gone.empty(); }
+};
+RestartCheck check_restart(const RunRecord& record, const PodConfig& pod, Transport& transport,
+                           ProcessRunner& processes, int fanout, const CancelToken& cancel);
+// The TPU VM part alone (no worker is asked): nothing to do for other pods.
+RestartCheck check_tpu_vms(const RunRecord& record, const PodConfig& pod, ProcessRunner& processes);
 
 }  // namespace tpurun

@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "cli/claim.hpp"
-#include "cli/context.hpp"
+#include "tpurun/context.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
 #include "cli/hostkeys.hpp"
@@ -23,6 +23,7 @@
 #include "tpurun/config.hpp"
 #include "tpurun/suggest.hpp"
 #include "tpurun/worker_select.hpp"
+#include "transport/real_transport.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -71,6 +72,25 @@ void check_subcommand(int argc, char** argv, const CLI::App& app) {
 }
 
 }  // namespace
+
+void add_target_options(CLI::App& cmd, TargetOptions& options) {
+  cmd.add_option("-w,--worker", options.workers,
+                 "Workers to act on: all, N, N,M or N-M (gcloud's syntax)")
+      ->default_str("all");
+  cmd.add_option("--fanout", options.fanout, "At most this many workers at once")
+      ->default_str("64")
+      ->check(CLI::Range(1, 4096));
+}
+
+Target resolve_target(const TargetOptions& options, Context& ctx) {
+  return select_workers(load_pod(ctx.pod_request, ctx.env, ctx.processes), options.workers);
+}
+
+PodConfig load_pod_records(Context& ctx) {
+  PodRequest request = ctx.pod_request;
+  request.need_workers = false;
+  return load_pod(request, ctx.env, ctx.processes);
+}
 
 int main(int argc, char** argv) {
   CLI::App app{kDescription, "tpurun"};

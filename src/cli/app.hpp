@@ -1,8 +1,29 @@
 #pragma once
+// The command table (app.cpp) and what every pod command shares: the
+// --worker and --fanout flags and their resolution into a Target.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "tpurun/context.hpp"
+#include "tpurun/pod.hpp"
 
 namespace tpurun::cli {
 
 // Parses argv, runs the chosen subcommand, maps errors to exit codes.
 int main(int argc, char** argv);
+
+struct TargetOptions {
+  std::string workers = "all";
+  int fanout = 64;
+};
+
+void add_target_options(CLI::App& cmd, TargetOptions& options);
+// Loads the pod and applies --worker. Throws ConfigError / UsageError.
+Target resolve_target(const TargetOptions& options, Context& ctx);
+
+// The pod's roots and SSH settings, for commands that read run records
+// (logs, runs, gc, tensorboard): no gcloud describe, so they work while the
+// TPU VM is preempted, stopped or deleted.
+PodConfig load_pod_records(Context& ctx);
 
 }  // namespace tpurun::cli

@@ -7,8 +7,8 @@
 
 #include <set>
 
-#include "cli/claim_check.hpp"
-#include "cli/report.hpp"
+#include "board/claim_check.hpp"
+#include "ui/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/worker_select.hpp"
 

@@ -7,9 +7,9 @@
 #include <optional>
 #include <sstream>
 
-#include "cli/claim_check.hpp"
-#include "cli/pod_pick.hpp"
-#include "cli/report.hpp"
+#include "board/claim_check.hpp"
+#include "board/pod_pick.hpp"
+#include "ui/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/fanout.hpp"
 #include "tpurun/gather.hpp"

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
-#include "cli/target.hpp"
+#include "tpurun/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "cli/identity.hpp"
-#include "cli/report.hpp"
+#include "util/identity.hpp"
+#include "ui/report.hpp"
 #include "tpurun/duration.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/run_state.hpp"
@@ -64,7 +64,7 @@ Examples:
 }
 
 int run_gc(const GcOptions& o, Context& ctx) {
-  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  PodConfig pod = load_pod_records(ctx);
   if (pod.staging_root.empty()) {
     throw UsageError(fmt::format("pod '{}' has no staging_root; see docs/config.md", pod.name));
   }

@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "cli/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

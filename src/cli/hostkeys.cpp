@@ -3,22 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/report.hpp"
+#include "ui/report.hpp"
 #include "transport/known_hosts.hpp"
 #include "tpurun/worker_select.hpp"
 
 namespace tpurun::cli {
-
-std::vector<std::string> gcloud_import_argv(const GcloudSpec& spec, const std::string& workers) {
-  std::vector<std::string> argv = {"gcloud", "compute", "tpus", "tpu-vm", "ssh", spec.name, "--zone", spec.zone};
-  if (!spec.project.empty()) {
-    argv.push_back("--project");
-    argv.push_back(spec.project);
-  }
-  argv.push_back("--worker=" + workers);
-  argv.push_back("--command=true");
-  return argv;
-}
 
 CLI::App* register_hostkeys(CLI::App& app, HostKeysOptions& o) {
   CLI::App* cmd = app.add_subcommand("hostkeys", "Show (and --import) the workers' host keys gcloud has recorded");

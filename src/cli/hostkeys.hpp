@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
-#include "cli/target.hpp"
+#include "tpurun/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 
@@ -17,9 +17,6 @@ struct HostKeysOptions {
   bool dry_run = false;
   bool json = false;
 };
-
-// `gcloud compute tpus tpu-vm ssh NAME --zone Z [--project P] --worker=W --command=true`
-std::vector<std::string> gcloud_import_argv(const GcloudSpec& spec, const std::string& workers);
 
 CLI::App* register_hostkeys(CLI::App& app, HostKeysOptions& options);
 int run_hostkeys(const HostKeysOptions& options, Context& ctx);

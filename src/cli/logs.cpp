@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "cli/identity.hpp"
-#include "cli/run_follow.hpp"
+#include "util/identity.hpp"
+#include "runs/run_follow.hpp"
 #include "tpurun/follow.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/worker_select.hpp"
@@ -34,7 +34,7 @@ Examples:
 }
 
 int run_logs(const LogsOptions& o, Context& ctx) {
-  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   const std::string user = local_user(ctx.env);
   const std::string dir = resolve_run_dir(pod.logs_root, user, o.run);

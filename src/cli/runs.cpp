@@ -7,8 +7,8 @@
 #include <ctime>
 #include <map>
 
-#include "cli/identity.hpp"
-#include "cli/report.hpp"
+#include "util/identity.hpp"
+#include "ui/report.hpp"
 #include "tpurun/follow.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/run_state.hpp"
@@ -35,6 +35,7 @@ std::string verdict_text(const RunView& run) {
     text += fmt::format(": {} {} first", worker_name(run.record.workers, s.first_failure->worker),
                         s.first_failure->how == "lost" ? "lost" : s.first_failure->detail);
   }
+  if (s.verdict == RunVerdict::preempted && !s.preemptions.empty()) text += ": " + s.preemptions.back().detail;
   if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);
   if (!is_final(s.verdict) && !run.watched) text += ", UNWATCHED (tpurun logs RUN -f watches again)";
   return text;
@@ -64,7 +65,10 @@ void check_liveness(std::vector<RunView>& runs, Context& ctx, int fanout) {
       PodRequest request = ctx.pod_request;
       request.pod = pod_name;
       pod = load_pod(request, ctx.env, ctx.processes);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      // One line: the records below still say what they know.
+      fmt::print(ctx.err, "tpurun: cannot check the jobs of {} run(s) on pod '{}': {}\n", pod_runs.size(), pod_name,
+                 e.what());
     }
     PidsByWorker pids;
     for (RunView* run : pod_runs) {
@@ -151,6 +155,11 @@ nlohmann::json run_to_json(const RunView& run) {
     doc["first_failure"] = with_slice(j, run.record, f.worker);
   }
   doc["message"] = s.message;
+  doc["preemptions"] = nlohmann::json::array();
+  for (const Preemption& p : s.preemptions) {
+    doc["preemptions"].push_back(
+        {{"tpu", p.tpu}, {"state", p.state}, {"detail", p.detail}, {"at", p.at}, {"attempt", p.attempt}});
+  }
   doc["workers"] = workers;
   return doc;
 }
@@ -173,7 +182,7 @@ Runs made by older tpurun versions show exited(CODE), lost or unknown per worker
 }
 
 int run_runs(const RunsOptions& o, Context& ctx) {
-  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   std::vector<RunView> runs;
   for (const std::string& dir : list_run_dirs(pod.logs_root, local_user(ctx.env))) {

@@ -1,7 +1,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
-#include "cli/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

@@ -8,23 +8,13 @@
 #include <filesystem>
 #include <map>
 
-#include "cli/claim_check.hpp"
-#include "cli/identity.hpp"
-#include "cli/pod_pick.hpp"
-#include "cli/preflight.hpp"
-#include "cli/report.hpp"
-#include "cli/run_follow.hpp"
-#include "cli/stage_slices.hpp"
+#include "runs/run_follow.hpp"
+#include "runs/stage_run.hpp"
+#include "runs/stage_slices.hpp"
 #include "tpurun/duration.hpp"
-#include "tpurun/fanout.hpp"
-#include "tpurun/launch.hpp"
-#include "tpurun/atomic_file.hpp"
-#include "tpurun/run_env.hpp"
-#include "tpurun/run_state.hpp"
-#include "tpurun/safe_dir.hpp"
-#include "tpurun/run_record.hpp"
-#include "tpurun/staging.hpp"
 #include "tpurun/worker_select.hpp"
+#include "board/pod_pick.hpp"
+#include "ui/report.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -33,32 +23,6 @@ struct GangFlags {
   long long lost_after_ms = 60000;
   long long grace_ms = 10000;
 };
-
-void require_roots(const PodConfig& pod) {
-  if (pod.staging_root.empty() || pod.logs_root.empty()) {
-    throw UsageError(fmt::format("pod '{}' needs staging_root and logs_root (directories on the shared NFS mount "
-                                 "that every worker sees); see docs/config.md", pod.name));
-  }
-}
-
-StagedSnapshot snapshot(const Target& target, const std::string& user, Context& ctx, LinePrinter& printer) {
-  SnapshotRequest request;
-  request.source_dir = std::filesystem::current_path();
-  request.staging_root = target.pod.staging_root;
-  request.user = user;
-  request.size_limit = target.pod.stage_size_limit;
-  request.stat_cache_dir = cache_dir(ctx.env) + "/stat-cache";
-  request.now = std::chrono::system_clock::now();
-  request.random_suffix = random_suffix;
-  auto staged = create_snapshot(request, ctx.processes, ctx.cancel, [&](const SnapshotProgress& p) {
-    printer.progress(fmt::format("staging: {}/{} files, {} of {}, {} reused", p.files_done, p.files_total,
-                                 human_size(p.bytes_done), human_size(p.bytes_total), human_size(p.bytes_reused)));
-  });
-  printer.clear_progress();
-  if (!staged && ctx.cancel.cancelled()) throw Interrupted("interrupted while staging: " + staged.error().message);
-  if (!staged) throw std::runtime_error("staging failed: " + staged.error().message);
-  return *staged;
-}
 
 }  // namespace
 
@@ -126,8 +90,11 @@ watcher stops the run on every other worker: your processes only, whole
 trees, SIGTERM, then SIGKILL after --grace. A worker that exits 0 stops nobody.
 With --restarts N the whole run is then relaunched from the same snapshot into
 the same log dir, once every worker is reachable and free again (backing off
-2s, 4s, 8s, ...). Exit status: 0 when every worker exited 0; the first failing
-worker's exit code; 255 when it was lost; 130 when you only detached.
+2s, 4s, 8s, ...); a gcloud pod's TPU VM is described again first, so the
+relaunch goes to its current addresses. Exit status: 0 when every worker
+exited 0; the first failing worker's exit code; 255 when it was lost; 75 when
+a relaunch was due but the TPU VM is PREEMPTED, TERMINATED or deleted (it
+never comes back by itself); 130 when you only detached.
 
 Multi-slice: --pod A,B (or a config pod with "slices": ["A", "B"]) runs one
 job across the pods A and B, each a slice, as one gang. Workers are numbered
@@ -188,124 +155,85 @@ GangFlags parse_gang_flags(const StageOptions& o) {
   return flags;
 }
 
+namespace {
+
+void print_dry_run(const StagePlan& plan, std::FILE* out) {
+  const Target& target = plan.target;
+  fmt::print(out, "dry run: nothing is staged, created or launched.\n");
+  fmt::print(out, "pod '{}': {} of {} workers\n", target.pod.name, target.workers.size(), target.pod.workers.size());
+  if (plan.slices) fmt::print(out, "{}\n", describe_multislice(target.pod, *plan.slices));
+  for (const Worker& w : target.workers) fmt::print(out, "  {}\n", w.display());
+  fmt::print(out, "snapshot of {} into {}/{}/<yymmddHHMMSS>-<rand>-<sha>-code\n", plan.source_dir,
+             target.pod.staging_root, plan.user);
+  fmt::print(out, "log dir {}/{}/{}/{}\n", target.pod.logs_root, plan.user, plan.project,
+             make_run_id(std::chrono::system_clock::now(), "<rand>", target.pod.name, plan.request.tags));
+  fmt::print(out, "command on each worker (in the snapshot, detached): {}\n", fmt::join(plan.request.argv, " "));
+  for (const auto& [key, value] : plan.request.env) fmt::print(out, "  env {}=<value hidden>\n", key);
+}
+
+nlohmann::json launch_json(const StagedRun& run, const StagePlan& plan) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const WorkerOutcome& launch : run.launched.outcomes) {
+    auto pid = run.launched.pids.find(launch.worker.index);
+    nlohmann::json j = worker_json(launch.worker);
+    j["pid"] = pid != run.launched.pids.end() ? nlohmann::json(pid->second) : nlohmann::json(nullptr);
+    j["error"] = launch.error() ? nlohmann::json(launch.error()->message) : nlohmann::json(nullptr);
+    workers.push_back(j);
+  }
+  nlohmann::json doc{{"run_id", run.record.run_id}, {"pod", plan.target.pod.name}, {"staged_dir", run.staged.dir},
+                     {"log_dir", run.record.log_dir}, {"watcher_pid", run.watcher_pid}, {"workers", workers}};
+  if (plan.slices) doc["slices"] = run.record.slices;
+  return doc;
+}
+
+}  // namespace
+
 int run_stage(const StageOptions& o, Context& ctx) {
   if (o.argv.empty()) throw UsageError("nothing to run: give the command after -- (see tpurun stage --help)");
   const GangFlags gang = parse_gang_flags(o);
-  const auto env = resolve_job_env(o.env, ctx.env);
-  pick_pod(ctx, o.ignore_claim, parse_pod_wait(o.wait_pod, o.dry_run));  // --pod auto / --pod 'glob*' [--wait]
-  Target target = resolve_target(o.target, ctx);
-  require_roots(target.pod);
-  respect_claims(target.pod, o.ignore_claim, ctx);
-  const std::optional<MultiSlice> slices = plan_multislice(target, o.megascale_port, env);
-  const std::string user = local_user(ctx.env);
-  const std::string project = project_name(std::filesystem::current_path());
-  LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-
+  StageRequest request;
+  request.env = resolve_job_env(o.env, ctx.env);
+  request.argv = o.argv;
+  request.tags = o.tags;
+  request.workers = o.target.workers;
+  request.fanout = o.target.fanout;
+  request.ignore_claim = o.ignore_claim;
+  request.wait_pod = parse_pod_wait(o.wait_pod, o.dry_run);
+  request.megascale_port = o.megascale_port;
+  request.skip_preflight = o.skip_preflight;
+  request.kill_previous = o.kill_previous;
+  request.on_failure = o.on_failure;
+  request.restarts = o.restarts;
+  request.lost_after_ms = gang.lost_after_ms;
+  request.grace_ms = gang.grace_ms;
+  const StagePlan plan = plan_stage(std::move(request), ctx);
   if (o.dry_run) {
-    fmt::print(ctx.out, "dry run: nothing is staged, created or launched.\n");
-    fmt::print(ctx.out, "pod '{}': {} of {} workers\n", target.pod.name, target.workers.size(), target.pod.workers.size());
-    if (slices) fmt::print(ctx.out, "{}\n", describe_multislice(target.pod, *slices));
-    for (const Worker& w : target.workers) fmt::print(ctx.out, "  {}\n", w.display());
-    fmt::print(ctx.out, "snapshot of {} into {}/{}/<yymmddHHMMSS>-<rand>-<sha>-code\n",
-               std::filesystem::current_path().string(), target.pod.staging_root, user);
-    fmt::print(ctx.out, "log dir {}/{}/{}/{}\n", target.pod.logs_root, user, project,
-               make_run_id(std::chrono::system_clock::now(), "<rand>", target.pod.name, o.tags));
-    fmt::print(ctx.out, "command on each worker (in the snapshot, detached): {}\n", fmt::join(o.argv, " "));
-    for (const auto& [key, value] : env) fmt::print(ctx.out, "  env {}=<value hidden>\n", key);
+    print_dry_run(plan, ctx.out);
     return 0;
   }
 
-  // A squatted logs dir stops the run before anything is snapshotted.
-  if (auto logs = open_own_path(target.pod.logs_root, {user}, Create::if_missing); !logs && logs.error().unsafe()) {
-    throw UnsafeDirError(logs.error());
-  }
-  auto transport = ctx.make_transport(target.pod);
-  if (!o.skip_preflight) {
-    run_preflight(target.pod, target.workers, *transport, {o.kill_previous, o.target.fanout}, printer, ctx);
-  }
-  StagedSnapshot staged = snapshot(target, user, ctx, printer);
-  printer.note(fmt::format("staged {} files ({}, {} reused) → {}", staged.files, human_size(staged.bytes),
-                           human_size(staged.bytes_reused), staged.dir));
-
-  const auto now = std::chrono::system_clock::now();
-  RunRecord record;
-  record.run_id = make_run_id(now, random_suffix(), target.pod.name, o.tags);
-  record.log_dir = create_log_dir(target.pod.logs_root, user, project, record.run_id);
-  record.user = user;
-  record.pod = target.pod.name;
-  record.project = project;
-  record.workers = target.workers;
-  if (slices) record.slices = slice_pods(target.pod);
-  record.megascale = slices;
-  record.command = o.argv;
-  record.env_names = env_names(env);  // never the values: run.json is readable by others
-  record.tags = o.tags;
-  record.staged_dir = staged.dir;
-  record.git_sha = staged.git.sha;
-  record.git_branch = staged.git.branch;
-  record.git_dirty = staged.git.dirty;
-  record.tree_hash = staged.tree_hash;
-  record.created_at = iso8601_utc(now);
-  record.on_failure = o.on_failure;
-  record.restarts = o.restarts;
-  record.lost_after_ms = gang.lost_after_ms;
-  record.grace_ms = gang.grace_ms;
-  write_run_record(record, staged.git.diff);
-  if (!env.empty() && o.restarts > 0) save_run_env(run_env_dir(ctx), record.run_id, env);
-  printer.note(fmt::format("run {} → {}", record.run_id, record.log_dir));
-
-  // The watcher starts first, so the gang rules hold even if this client is
-  // killed while launching.
-  const int watcher = start_watcher(record, ctx);
-  LaunchSpec spec{record.run_id, record.log_dir, staged.dir, o.argv, env,
-                  static_cast<int>(target.pod.workers.size()), 1, 1 + o.restarts, slices};
-  LaunchResult launched = launch_on_workers(spec, target.workers, *transport, o.target.fanout, ctx.cancel);
-  std::vector<WorkerOutcome>& launches = launched.outcomes;
-  std::vector<Worker> running;
-  nlohmann::json json_workers = nlohmann::json::array();
-  for (const WorkerOutcome& launch : launches) {
-    auto pid = launched.pids.find(launch.worker.index);
-    if (pid != launched.pids.end()) running.push_back(launch.worker);
-    nlohmann::json j = worker_json(launch.worker);
-    j["pid"] = pid != launched.pids.end() ? nlohmann::json(pid->second) : nlohmann::json(nullptr);
-    j["error"] = launch.error() ? nlohmann::json(launch.error()->message) : nlohmann::json(nullptr);
-    json_workers.push_back(j);
-  }
-  // A worker where the job did not start has failed, as far as the gang goes:
-  // its log says why and its exit record says 255, so the watcher and `runs`
-  // see it like any other failure.
-  for (const WorkerOutcome& launch : launches) {
-    if (launched.pids.count(launch.worker.index)) continue;
-    const std::string why = launch.error() ? launch.error()->message : "the job did not start";
-    std::FILE* log = std::fopen(worker_log_path(record.log_dir, launch.worker.index).c_str(), "a");
-    if (log) {
-      fmt::print(log, "tpurun: the job did not start on {}: {}\n", launch.worker.display(), why);
-      std::fclose(log);
-    }
-    write_file_atomic(job_file(record.log_dir, launch.worker.index, 1, "exit"), "255\n");
-  }
-  if (running.size() < launches.size()) {
-    print_failure_summary(printer, launches);
-    if (!running.empty()) {
+  LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+  const StagedRun run = carry_out(plan, ctx, printer);
+  const size_t launched = run.launched.outcomes.size();
+  if (run.running.size() < launched) {
+    print_failure_summary(printer, run.launched.outcomes);
+    if (!run.running.empty()) {
       printer.note(fmt::format("the job started on {} of {} workers only; the watcher counts the others as failed "
-                               "(on failure: {})", running.size(), launches.size(), o.on_failure));
+                               "(on failure: {})", run.running.size(), launched, o.on_failure));
     }
   } else {
-    printer.note(fmt::format("launched on {} workers{} (detached; Ctrl-C only stops following)", running.size(),
-                             slices ? fmt::format(" in {} slices", slices->num_slices) : ""));
+    printer.note(fmt::format("launched on {} workers{} (detached; Ctrl-C only stops following)", run.running.size(),
+                             plan.slices ? fmt::format(" in {} slices", plan.slices->num_slices) : ""));
   }
-
-  if (o.json) {
-    nlohmann::json doc{{"run_id", record.run_id}, {"pod", target.pod.name}, {"staged_dir", staged.dir}, {"log_dir", record.log_dir},
-                       {"watcher_pid", watcher}, {"workers", json_workers}};
-    if (slices) doc["slices"] = record.slices;
-    print_json(ctx.out, doc);
+  if (o.json) print_json(ctx.out, launch_json(run, plan));
+  if (o.detach || o.json || run.running.empty()) {
+    if (!o.json) {
+      printer.note(fmt::format("follow: tpurun logs {} -f   stop: tpurun kill --run {}", run.record.run_id,
+                               run.record.run_id));
+    }
+    return run.running.size() < launched ? 255 : 0;
   }
-  if (o.detach || o.json || running.empty()) {
-    if (!o.json) printer.note(fmt::format("follow: tpurun logs {} -f   stop: tpurun kill --run {}", record.run_id, record.run_id));
-    return running.size() < launches.size() ? 255 : 0;
-  }
-  return follow_to_end(record, record.workers, printer, ctx, o.raw);
+  return follow_to_end(run.record, run.record.workers, printer, ctx, o.raw);
 }
 
 }  // namespace tpurun::cli

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
-#include "cli/job_env.hpp"
-#include "cli/target.hpp"
+#include "tpurun/context.hpp"
+#include "runs/job_env.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

@@ -7,158 +7,55 @@
 #include <map>
 #include <set>
 
-#include "cli/board.hpp"
-#include "cli/report.hpp"
-#include "cli/tpu_view.hpp"
-#include "tpurun/gather.hpp"
+#include "board/board_scan.hpp"
+#include "tpu/holders.hpp"
 #include "tpurun/printer.hpp"
+#include "tpurun/tpu_node.hpp"
 #include "tpurun/worker_select.hpp"
+#include "ui/board_view.hpp"
+#include "ui/board_watch.hpp"
+#include "ui/report.hpp"
+#include "ui/status_table.hpp"
+#include "ui/tpu_view.hpp"
 
 namespace tpurun::cli {
 namespace {
 
-constexpr size_t kCommandWidth = 64;
-
-// "w[0-1,7]" -> "0-1,7", the --worker argument that selects the same set.
-std::string worker_arg(const std::vector<int>& indices) {
-  std::string set = compact_worker_set(indices);
-  return set.rfind("w[", 0) == 0 ? set.substr(2, set.size() - 3) : set.substr(1);
+// status --all: every pod's line printed as the pod answers.
+int run_status_all(const StatusOptions& o, Context& ctx) {
+  if (o.target.workers != "all") throw UsageError("--all scans every worker of every pod: drop --worker");
+  if (o.watch) return run_board_watch({*o.watch, o.json, o.target.fanout}, ctx);
+  BoardScanner scanner(ctx, o.target.fanout, false);
+  const auto now = WallClock::now();
+  auto entries = scanner.scan(ctx.cancel, now, [&](size_t, const BoardEntry& e) {
+    for (const std::string& w : e.warnings) fmt::print(ctx.err, "tpurun: warning: {}\n", w);
+    if (!o.json) fmt::print(ctx.out, "{}\n", format_board_line(e, now, scanner.name_width()));
+    std::fflush(ctx.out);
+  });
+  if (o.json) print_json(ctx.out, board_to_json(entries, now));
+  return board_exit_code(entries, ctx.cancel);
 }
 
-std::string jobs_summary(const std::vector<HolderJob>& jobs, size_t width, bool with_user) {
-  std::vector<std::string> parts;
-  for (const HolderJob& job : jobs) {
-    std::string run = job.leader.run_id ? " [run " + *job.leader.run_id + "]" : "";
-    std::string part = (with_user ? job.leader.user + ": " : "") +
-                       truncate_text(short_command(job.leader.command), width) + run;
-    if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
+// A gcloud pod whose TPU VM is not READY (or is gone) has no workers to scan:
+// what gcloud reported is the status.
+int print_unavailable(const TpuUnavailable& e, bool json, Context& ctx) {
+  const TpuNode& node = e.node();
+  if (json) {
+    auto text_or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+    print_json(ctx.out, {{"pod", ctx.pod_request.pod.value_or("")},
+                         {"exit_code", 255},
+                         {"gcloud_state", node.state},
+                         {"gcloud_health", text_or_null(node.health)},
+                         {"gcloud_health_description", text_or_null(node.health_description)},
+                         {"error", e.what()},
+                         {"workers", nlohmann::json::array()}});
+  } else {
+    fmt::print(ctx.out, "{}\n", e.what());
   }
-  return fmt::format("{}", fmt::join(parts, "; "));
-}
-
-// What follows the state on a worker's row; workers with equal rows share one.
-std::string row_detail(const WorkerScanResult& r) {
-  if (!r.scan) return r.error;
-  const LockScan& s = *r.scan;
-  std::vector<ScannedProcess> mine, others;
-  for (const ScannedProcess& p : tpu_users(s)) (p.uid == s.caller_uid ? mine : others).push_back(p);
-  const std::string lock_owner = s.lockfile.owner ? s.lockfile.owner->user : "?";
-  switch (r.state) {
-    case TpuState::busy_other:
-      if (others.empty())
-        return fmt::format("the libtpu lock is held by pid {}, which could not be inspected",
-                           s.lockfile.holder_pid.value_or(0));
-      return jobs_summary(holder_jobs(others), 48, true);
-    case TpuState::busy_self: return "yours: " + jobs_summary(holder_jobs(mine), 48, false);
-    case TpuState::stale_lock:
-      return fmt::format("{} left by {}; no process holds the TPU{}", kLibtpuLockfile, lock_owner,
-                         s.lockfile.owner && s.lockfile.owner->uid == s.caller_uid
-                             ? " (yours: blocks others, not you)"
-                             : "");
-    case TpuState::partial:
-      if (!s.privileged) return "no passwordless sudo: other users' processes are invisible";
-      return fmt::format("{} processes could not be inspected", s.denied);
-    default: return "";
-  }
-}
-
-struct Row {
-  TpuState state;
-  std::string detail;
-  std::vector<int> workers;
-};
-
-std::vector<Row> group_rows(const std::vector<WorkerScanResult>& results) {
-  std::map<std::pair<TpuState, std::string>, std::vector<int>> groups;
-  for (const WorkerScanResult& r : results) groups[{r.state, row_detail(r)}].push_back(r.worker.index);
-  std::vector<Row> rows;
-  for (auto& [key, workers] : groups) rows.push_back({key.first, key.second, workers});
-  std::sort(rows.begin(), rows.end(),
-            [](const Row& a, const Row& b) { return a.workers.front() < b.workers.front(); });
-  return rows;
-}
-
-std::string notes(const std::vector<WorkerScanResult>& results) {
-  std::vector<int> logs_noise, stale, partial;
-  std::set<std::string> logs_owners;
-  for (const WorkerScanResult& r : results) {
-    if (!r.scan) continue;
-    const LockScan& s = *r.scan;
-    if (r.state == TpuState::stale_lock) stale.push_back(r.worker.index);
-    if (r.state == TpuState::partial) partial.push_back(r.worker.index);
-    if (s.tpu_logs && s.tpu_logs->uid != s.caller_uid && r.state != TpuState::busy_other) {
-      logs_noise.push_back(r.worker.index);
-      logs_owners.insert(s.tpu_logs->user);
-    }
-  }
-  std::string text;
-  if (!stale.empty()) {
-    text += fmt::format(
-        "  {}: a job killed with SIGKILL left its lockfile, which blocks every other user.\n"
-        "    `tpurun kill --worker {}` removes it (it checks again that no process holds the TPU).\n",
-        compact_worker_set(stale), worker_arg(stale));
-  }
-  if (!logs_noise.empty()) {
-    text += fmt::format(
-        "  {}: /tmp/tpu_logs belongs to {}: your jobs will print \"Could not open the log file ... "
-        "Permission denied\";\n    harmless noise. `tpurun kill --worker {}` removes it.\n",
-        compact_worker_set(logs_noise), fmt::join(logs_owners, ", "), worker_arg(logs_noise));
-  }
-  if (!partial.empty()) {
-    text += fmt::format(
-        "  {}: partial view: without passwordless sudo, other users' processes cannot be seen, so the\n"
-        "    TPU may be in use. Ask an admin to run `tpurun status`, or get passwordless sudo.\n",
-        compact_worker_set(partial));
-  }
-  return text.empty() ? text : "Notes:\n" + text;
+  return 255;
 }
 
 }  // namespace
-
-std::string format_state_rows(const std::vector<WorkerScanResult>& results, bool color) {
-  std::vector<Row> rows = group_rows(results);
-  size_t set_width = 0;
-  for (const Row& row : rows) set_width = std::max(set_width, compact_worker_set(row.workers).size());
-  std::string text;
-  for (const Row& row : rows) {
-    std::string line = fmt::format("  {:<{}}  {}", compact_worker_set(row.workers), set_width,
-                                   paint_state(row.state, color, row.detail.empty() ? 0 : 11));
-    if (!row.detail.empty()) line += "  " + row.detail;
-    text += line + "\n";
-  }
-  return text;
-}
-
-std::string format_status_table(const std::string& pod_name, const std::vector<WorkerScanResult>& results,
-                                bool color) {
-  std::map<TpuState, int> counts;
-  for (const WorkerScanResult& r : results) ++counts[r.state];
-  std::vector<std::string> count_parts;
-  for (const auto& [state, n] : counts) count_parts.push_back(fmt::format("{} {}", n, to_string(state)));
-  std::string text =
-      fmt::format("{}: {} worker{}: {}\n", pod_name.empty() ? "this host" : pod_name, results.size(),
-                  results.size() == 1 ? "" : "s", fmt::join(count_parts, ", "));
-
-  text += format_state_rows(results, color);
-
-  std::string holders;
-  for (const WorkerScanResult& r : results) {
-    if (!r.scan) continue;
-    std::vector<ScannedProcess> others;
-    for (const ScannedProcess& p : tpu_users(*r.scan)) {
-      if (p.uid != r.scan->caller_uid) others.push_back(p);
-    }
-    for (const HolderJob& job : holder_jobs(others)) {
-      holders += fmt::format("  {:<5} {}\n", r.worker.label(), describe_job(job, kCommandWidth));
-    }
-  }
-  if (!holders.empty()) {
-    text +=
-        fmt::format("Held by other users (WORKER USER PID AGE COMMAND); ask them, or an admin:\n{}", holders);
-  }
-  text += notes(results);
-  return text;
-}
 
 CLI::App* register_status(CLI::App& app, StatusOptions& o) {
   CLI::App* cmd = app.add_subcommand("status", "Show who holds the TPU on every worker");
@@ -196,7 +93,12 @@ Examples:
 int run_status(const StatusOptions& o, Context& ctx) {
   if (o.watch && !o.all) throw UsageError("--watch refreshes the board of every pod: use it with --all");
   if (o.all) return run_status_all(o, ctx);
-  Target target = resolve_target(o.target, ctx);
+  Target target;
+  try {
+    target = resolve_target(o.target, ctx);
+  } catch (const TpuUnavailable& e) {
+    return print_unavailable(e, o.json, ctx);
+  }
   auto transport = ctx.make_transport(target.pod);
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
   printer.progress(fmt::format("scanning {} workers...", target.workers.size()));

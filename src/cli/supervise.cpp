@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 
-#include "cli/identity.hpp"
-#include "cli/run_follow.hpp"
+#include "util/identity.hpp"
+#include "runs/run_follow.hpp"
 #include "tpurun/run_env.hpp"
 #include "tpurun/supervisor.hpp"
 

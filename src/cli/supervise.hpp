@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "cli/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

@@ -7,9 +7,9 @@
 
 #include <set>
 
-#include "cli/identity.hpp"
-#include "cli/report.hpp"
-#include "cli/tensorboard_launch.hpp"
+#include "util/identity.hpp"
+#include "ui/report.hpp"
+#include "util/local_programs.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/shell_quote.hpp"
 #include "tpurun/tensorboard_spec.hpp"
@@ -88,7 +88,7 @@ Examples:
 int run_tensorboard(const TensorBoardOptions& o, Context& ctx) {
   if (o.port < 1 || o.port > 65535) throw UsageError(fmt::format("--port {}: pick a port in 1-65535", o.port));
   if (o.json && !o.dry_run) throw UsageError("--json goes with --dry-run (TensorBoard itself prints no JSON)");
-  PodConfig pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   const std::string user = local_user(ctx.env);
   std::vector<TensorBoardRun> runs = resolve_runs(o.runs, pod, user);

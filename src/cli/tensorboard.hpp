@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "cli/app.hpp"
 
 namespace tpurun::cli {
 

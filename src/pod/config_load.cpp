@@ -10,6 +10,7 @@
 #include "tpurun/config.hpp"
 #include "tpurun/multislice.hpp"
 #include "tpurun/suggest.hpp"
+#include "tpurun/tpu_node.hpp"
 
 namespace tpurun {
 
@@ -94,24 +95,15 @@ PodConfig local_pod(const Environment& env) {
   return pod;
 }
 
+// The workers of a READY TPU VM; TpuUnavailable when it is not READY or gone.
 std::vector<Worker> describe_workers(const PodConfig& pod, ProcessRunner& runner) {
-  std::vector<std::string> argv = gcloud_describe_argv(*pod.gcloud);
-  std::string command = join(argv, " ");
-  ProcessResult result = runner.run(argv);
-  std::string err = result.err;
-  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
-  std::string prefix = "pod '" + pod.name + "': ";
-  if (result.exit_code == 127 && result.out.empty())
-    throw std::runtime_error(
-        prefix + "cannot run gcloud; is the Google Cloud SDK installed and on PATH? " + err);
-  if (result.exit_code != 0)
-    throw std::runtime_error(prefix + "`" + command + "` failed (exit " +
-                             std::to_string(result.exit_code) + "):\n" + err);
-  try {
-    return parse_gcloud_describe(result.out, pod.gcloud->internal_ip);
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(prefix + "`" + command + "`: " + e.what());
+  TpuNode node = describe_node(pod.name, *pod.gcloud, runner);
+  if (!node.ready()) throw TpuUnavailable(pod.name, *pod.gcloud, std::move(node));
+  if (!node.endpoint_error.empty()) {
+    throw std::runtime_error("pod '" + pod.name + "': `" + join(gcloud_describe_argv(*pod.gcloud), " ") +
+                             "`: " + node.endpoint_error);
   }
+  return node.workers;
 }
 
 // A multi-slice pod's workers: each slice's, described one by one.
@@ -132,6 +124,32 @@ void apply_overrides(PodConfig& pod, const PodOverrides& overrides, const Enviro
 }
 
 }  // namespace
+
+TpuNode describe_node(const std::string& pod, const GcloudSpec& spec, ProcessRunner& runner) {
+  std::vector<std::string> argv = gcloud_describe_argv(spec);
+  std::string command = join(argv, " ");
+  ProcessResult result = runner.run(argv);
+  std::string err = result.err;
+  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+  std::string prefix = "pod '" + pod + "': ";
+  if (result.exit_code == 127 && result.out.empty())
+    throw std::runtime_error(
+        prefix + "cannot run gcloud; is the Google Cloud SDK installed and on PATH? " + err);
+  if (result.exit_code != 0 && is_not_found(err)) {
+    TpuNode gone;
+    gone.name = spec.name;
+    gone.state = "NOT_FOUND";
+    throw TpuUnavailable(pod, spec, gone);
+  }
+  if (result.exit_code != 0)
+    throw std::runtime_error(prefix + "`" + command + "` failed (exit " +
+                             std::to_string(result.exit_code) + "):\n" + err);
+  try {
+    return parse_tpu_node(result.out, spec.internal_ip);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(prefix + "`" + command + "`: " + e.what());
+  }
+}
 
 std::optional<std::string> find_config_file(const std::optional<std::string>& explicit_path,
                                             const Environment& env) {
@@ -168,7 +186,9 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   ConfigFile config = parse_config(read_file(*path), *path, env);
   PodConfig pod = requested && is_slice_list(requested->name) ? slice_list_pod(config, *requested)
                                                               : config.pods.at(choose_pod(config, requested));
-  if (!pod.slices.empty()) {
+  if (!request.need_workers) {
+    // the roots and SSH settings only; a multi-slice pod's workers come from its slices
+  } else if (!pod.slices.empty()) {
     resolve_slices(pod, config, runner);
   } else if (pod.gcloud) {
     pod.workers = describe_workers(pod, runner);

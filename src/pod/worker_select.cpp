@@ -93,4 +93,13 @@ std::vector<int> parse_worker_selection(const std::string& spec, int count) {
   return SelectionParser(spec, count).parse();
 }
 
+Target select_workers(PodConfig pod, const std::string& spec) {
+  Target target{std::move(pod), {}};
+  const auto& all = target.pod.workers;
+  for (int index : parse_worker_selection(spec, static_cast<int>(all.size()))) {
+    target.workers.push_back(all[static_cast<size_t>(index)]);
+  }
+  return target;
+}
+
 }  // namespace tpurun

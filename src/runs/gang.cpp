@@ -154,6 +154,13 @@ void GangMonitor::give_up() {
   state_.verdict = state_.first_failure && state_.first_failure->how == "lost" ? RunVerdict::lost : RunVerdict::failed;
 }
 
+void GangMonitor::preempted(Preemption what) {
+  if (is_final(state_.verdict) && state_.verdict != RunVerdict::lost) return;  // lost: because of it
+  what.attempt = state_.attempt;
+  state_.preemptions.push_back(std::move(what));
+  state_.verdict = RunVerdict::preempted;
+}
+
 GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested) {
   for (const WorkerSample& s : samples) {
     for (size_t i = 0; i < state_.workers.size(); ++i) {

@@ -1,53 +1,100 @@
-// What a relaunch waits for: every worker reachable, no process of the run's
-// user and no one else on its TPU, and for a gcloud pod the TPU VM READY.
+// What a relaunch waits for: for a gcloud pod, its TPU VM READY (described
+// again, so a relaunch goes to the workers' current addresses); every worker
+// reachable; no process of the run's user and no one else on its TPU.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <nlohmann/json.hpp>
+#include <functional>
+#include <optional>
 
 #include "tpurun/config.hpp"
 #include "tpurun/supervisor.hpp"
+#include "tpurun/tpu_node.hpp"
 #include "tpurun/tpu_scan.hpp"
 
 namespace tpurun {
 namespace {
-
-// "" when the TPU VM is READY; else its state and health, as gcloud says them.
-std::string gcloud_blocker(const GcloudSpec& spec, ProcessRunner& processes) {
-  ProcessResult r = processes.run(gcloud_describe_argv(spec));
-  if (r.exit_code != 0) return fmt::format("`gcloud ... describe {}` failed (exit {})", spec.name, r.exit_code);
-  try {
-    auto doc = nlohmann::json::parse(r.out);
-    std::string state = doc.value("state", "");
-    std::string health = doc.value("health", "");
-    if (state == "READY" && (health.empty() || health == "HEALTHY")) return "";
-    return fmt::format("TPU VM {} is {}{}", spec.name, state.empty() ? "in an unknown state" : state,
-                       health.empty() ? "" : " (health " + health + ")");
-  } catch (const std::exception&) {
-    return fmt::format("cannot read `gcloud ... describe {}` output", spec.name);
-  }
-}
 
 std::string holder_text(const ScannedProcess& p) {
   return fmt::format("{} pid {} {}", p.user.empty() ? std::to_string(p.uid) : p.user, p.pid,
                      p.command.substr(0, 40));
 }
 
+// A TPU VM that never comes back by itself: it must be deleted and created again.
+bool gone_for_good(const std::string& state) {
+  return state == "PREEMPTED" || state == "TERMINATED" || state == "NOT_FOUND";
+}
+
+// The TPU VM behind `spec`, or why it cannot be used. Fills check.waiting_for
+// or check.gone when it is not READY.
+std::optional<TpuNode> described(const std::string& pod, const GcloudSpec& spec, ProcessRunner& processes,
+                                 RestartCheck& check) {
+  try {
+    TpuNode node = describe_node(pod, spec, processes);
+    if (node.ready() && node.endpoint_error.empty()) return node;
+    const std::string what = fmt::format("TPU VM {} is {}", spec.name, describe_state(node));
+    if (gone_for_good(node.state)) {
+      check.gone = what;
+      check.gone_state = node.state;
+    } else {
+      check.waiting_for = node.endpoint_error.empty() || !node.ready() ? what : node.endpoint_error;
+    }
+  } catch (const TpuUnavailable& e) {  // deleted
+    check.gone = fmt::format("TPU VM {} was not found (deleted)", spec.name);
+    check.gone_state = e.node().state;
+  } catch (const std::exception& e) {
+    check.waiting_for = e.what();  // gcloud itself failed: try again later
+  }
+  return std::nullopt;
+}
+
+// Where the run's workers are now: worker i of the run is networkEndpoints[i]
+// of its (slice's) TPU VM, which may have new addresses after a stop/start.
+bool move_workers(RestartCheck& check, const std::string& tpu, const std::vector<Worker>& now,
+                  const std::function<bool(const Worker&)>& in_slice, const std::function<int(const Worker&)>& index) {
+  for (Worker& w : check.workers) {
+    if (!in_slice(w)) continue;
+    const int i = index(w);
+    if (i < 0 || i >= static_cast<int>(now.size())) {
+      check.gone = fmt::format("TPU VM {} now has {} workers; the run had worker {} there", tpu, now.size(), i);
+      return false;
+    }
+    w.host = now[static_cast<size_t>(i)].host;
+    w.host_key_alias = now[static_cast<size_t>(i)].host_key_alias;
+  }
+  return true;
+}
+
 }  // namespace
 
-std::string restart_blockers(const RunRecord& record, const PodConfig& pod, Transport& transport,
-                             ProcessRunner& processes, int fanout, const CancelToken& cancel) {
-  std::vector<std::string> blockers;
+RestartCheck check_tpu_vms(const RunRecord& record, const PodConfig& pod, ProcessRunner& processes) {
+  RestartCheck check;
+  check.workers = record.workers;
   if (pod.gcloud) {
-    std::string why = gcloud_blocker(*pod.gcloud, processes);
-    if (!why.empty()) return why;
+    auto node = described(pod.name, *pod.gcloud, processes, check);
+    if (!node) return check;
+    auto all = [](const Worker&) { return true; };
+    auto own = [](const Worker& w) { return w.index; };
+    if (!move_workers(check, pod.gcloud->name, node->workers, all, own)) return check;
   }
-  for (const Slice& slice : pod.slices) {  // a multi-slice pod: every slice's TPU VM
+  for (size_t s = 0; s < pod.slices.size(); ++s) {  // a multi-slice pod: every slice's TPU VM
+    const Slice& slice = pod.slices[s];
     if (!slice.gcloud) continue;
-    std::string why = gcloud_blocker(*slice.gcloud, processes);
-    if (!why.empty()) return why;
+    auto node = described(slice.pod, *slice.gcloud, processes, check);
+    if (!node) return check;
+    auto mine = [&](const Worker& w) { return w.slice == static_cast<int>(s); };
+    auto within = [](const Worker& w) { return w.slice_worker; };
+    if (!move_workers(check, slice.gcloud->name, node->workers, mine, within)) return check;
   }
-  for (const WorkerScanResult& r : scan_workers(record.workers, transport, fanout, cancel, pod.device_globs)) {
+  return check;
+}
+
+RestartCheck check_restart(const RunRecord& record, const PodConfig& pod, Transport& transport,
+                           ProcessRunner& processes, int fanout, const CancelToken& cancel) {
+  RestartCheck check = check_tpu_vms(record, pod, processes);
+  if (!check.ready()) return check;
+  std::vector<std::string> blockers;
+  for (const WorkerScanResult& r : scan_workers(check.workers, transport, fanout, cancel, pod.device_globs)) {
     const std::string who = r.worker.display();
     switch (r.state) {
       case TpuState::free:
@@ -69,8 +116,8 @@ std::string restart_blockers(const RunRecord& record, const PodConfig& pod, Tran
       }
     }
   }
-  if (blockers.empty()) return "";
-  return fmt::format("waiting for {}", fmt::join(blockers, "; "));
+  if (!blockers.empty()) check.waiting_for = fmt::format("waiting for {}", fmt::join(blockers, "; "));
+  return check;
 }
 
 }  // namespace tpurun

@@ -15,7 +15,7 @@
 namespace tpurun {
 namespace {
 
-constexpr std::array kVerdicts{"running", "restarting", "succeeded", "failed", "lost", "stopped"};
+constexpr std::array kVerdicts{"running", "restarting", "succeeded", "failed", "lost", "stopped", "preempted"};
 constexpr std::array kWorkerStates{"pending", "running", "succeeded", "failed", "lost", "stopped", "restarting"};
 
 template <typename E, size_t N>
@@ -72,6 +72,11 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
     failure = {{"worker", f.worker}, {"how", f.how},     {"exit_code", f.exit_code}, {"signal", f.signal},
                {"since", f.since},   {"at", f.at},       {"detail", f.detail}};
   }
+  nlohmann::json preemptions = nlohmann::json::array();
+  for (const Preemption& p : s.preemptions) {
+    preemptions.push_back(
+        {{"tpu", p.tpu}, {"state", p.state}, {"detail", p.detail}, {"at", p.at}, {"attempt", p.attempt}});
+  }
   nlohmann::json doc{{"verdict", to_string(s.verdict)},
                      {"attempt", s.attempt},
                      {"max_attempts", s.max_attempts},
@@ -80,6 +85,7 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
                      {"first_failure", failure},
                      {"stopped_others", s.stopped_others},
                      {"message", s.message},
+                     {"preemptions", preemptions},
                      {"supervisor",
                       {{"pid", s.supervisor.pid},
                        {"host", s.supervisor.host},
@@ -118,6 +124,13 @@ std::optional<RunState> read_run_state(const std::string& log_dir) {
                                     f.value("detail", "")};
     }
     s.stopped_others = doc.value("stopped_others", false);
+    if (doc.contains("preemptions") && doc["preemptions"].is_array()) {
+      for (const auto& p : doc["preemptions"]) {
+        if (!p.is_object()) continue;
+        s.preemptions.push_back(Preemption{p.value("tpu", ""), p.value("state", ""), p.value("detail", ""),
+                                           p.value("at", ""), p.value("attempt", 0)});
+      }
+    }
     s.message = doc.value("message", "");
     if (doc.contains("supervisor")) {
       const auto& sup = doc["supervisor"];

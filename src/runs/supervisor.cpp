@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
+#include <memory>
 #include <thread>
 
 #include "tpurun/gang.hpp"
@@ -35,20 +36,21 @@ class Supervisor {
         processes_(processes),
         cancel_(cancel),
         monitor_(policy(setup.record), indices(setup.record), resume_attempt(setup.record)),
-        self_(this_process_as_supervisor()) {}
+        self_(this_process_as_supervisor()),
+        workers_(setup.record.workers) {}
 
   int run() {
     say(fmt::format("watching run {} (attempt {} of {}, on failure: {}, lost after {}s)", setup_.record.run_id,
                     monitor_.state().attempt, monitor_.state().max_attempts, setup_.record.on_failure,
                     setup_.record.lost_after_ms / 1000));
-    LivenessProber prober(transport_, setup_.record.workers, setup_.fanout, setup_.probe_every);
+    auto prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
     save(true);
     for (;;) {
       if (cancel_.cancelled() && !stop_requested(setup_.record.log_dir)) {
         say("the watcher was stopped by a signal; the jobs keep running (tpurun logs RUN -f watches again)");
         return 0;
       }
-      const GangAction action = monitor_.observe(sample(prober), Clock::now(), stop_requested(setup_.record.log_dir));
+      const GangAction action = monitor_.observe(sample(*prober), Clock::now(), stop_requested(setup_.record.log_dir));
       switch (action) {
         case GangAction::watch:
           save(false);
@@ -109,7 +111,7 @@ class Supervisor {
     auto probes = prober.take();
     std::vector<WorkerSample> samples;
     std::map<int, int> to_probe;
-    for (const Worker& w : setup_.record.workers) {
+    for (const Worker& w : workers_) {
       WorkerJob job = read_worker_job(setup_.record.log_dir, w.index, attempt);
       WorkerSample s{w.index, job.pid, job.exit_code, Probe::none, ""};
       if (auto it = probes.find(w.index); it != probes.end() && !job.exit_code) {
@@ -127,14 +129,14 @@ class Supervisor {
   void stop_gang() {
     const auto& failure = monitor_.state().first_failure;
     say(fmt::format("{} {} first: stopping the run's jobs on every worker (TERM, KILL after {}s)",
-                    worker_name(setup_.record.workers, failure->worker), failure->detail, setup_.record.grace_ms / 1000));
+                    worker_name(workers_, failure->worker), failure->detail, setup_.record.grace_ms / 1000));
     message_ = "stopping the other workers";
     save(true);
     KillRequest request;
     request.device_globs = setup_.pod.device_globs;
     request.options.run_id = setup_.record.run_id;
     request.grace_ms = static_cast<int>(setup_.record.grace_ms);
-    for (const WorkerKill& k : kill_on_workers(setup_.record.workers, transport_, setup_.fanout, cancel_, request)) {
+    for (const WorkerKill& k : kill_on_workers(workers_, transport_, setup_.fanout, cancel_, request)) {
       const size_t n = k.gone_term.size() + k.gone_kill.size();
       if (!k.error.empty()) {
         say(fmt::format("{}: {}", k.worker.display(), k.error));
@@ -158,13 +160,13 @@ class Supervisor {
     return true;
   }
 
-  bool restart(LivenessProber& prober) {
+  bool restart(std::unique_ptr<LivenessProber>& prober) {
     const RunState& state = monitor_.state();
     const int next = state.attempt + 1;
     auto backoff = setup_.first_backoff * (1 << std::min(state.attempt - 1, 5));
     backoff = std::min<std::chrono::milliseconds>(backoff, std::chrono::seconds(60));
     say(fmt::format("attempt {} failed ({} {}); restarting as attempt {} of {} in {}s", state.attempt,
-                    worker_name(setup_.record.workers, state.first_failure->worker), state.first_failure->detail, next, state.max_attempts,
+                    worker_name(workers_, state.first_failure->worker), state.first_failure->detail, next, state.max_attempts,
                     backoff.count() / 1000.0));
     message_ = fmt::format("restarting: attempt {} of {}", next, state.max_attempts);
     save(true);
@@ -174,33 +176,62 @@ class Supervisor {
       return false;
     }
     std::string last;
+    RestartCheck check;
     for (;;) {
-      std::string blockers = restart_blockers(setup_.record, setup_.pod, transport_, processes_, setup_.fanout, cancel_);
-      if (blockers.empty()) break;
-      if (blockers != last) say(blockers);
-      last = blockers;
-      message_ = blockers;
+      check = check_restart(setup_.record, setup_.pod, transport_, processes_, setup_.fanout, cancel_);
+      if (!check.gone.empty()) return preempted(check);
+      if (check.ready()) break;
+      if (check.waiting_for != last) say(check.waiting_for);
+      last = check.waiting_for;
+      message_ = check.waiting_for;
       save(false);
       if (!pause(std::chrono::seconds(3))) return stopped_during_restart();
     }
+    move_to(check.workers, prober);
     LaunchSpec spec{setup_.record.run_id, setup_.record.log_dir, setup_.record.staged_dir, setup_.record.command,
                     setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts};
     if (spec.num_workers == 0) spec.num_workers = static_cast<int>(setup_.record.workers.size());
     spec.slices = setup_.record.megascale;
+    if (spec.slices && !workers_.empty()) spec.slices->coordinator = workers_.front().host;  // slice 0's worker 0
     monitor_.begin_attempt(next);
     launch_failures_.clear();
-    prober.set_jobs({});
-    prober.take();
+    prober->set_jobs({});
+    prober->take();
     message_.clear();
-    LaunchResult launched = launch_on_workers(spec, setup_.record.workers, transport_, setup_.fanout, cancel_);
+    LaunchResult launched = launch_on_workers(spec, workers_, transport_, setup_.fanout, cancel_);
     for (const WorkerOutcome& o : launched.outcomes) {
       if (launched.pids.count(o.worker.index)) continue;
       say(fmt::format("{}: {}", o.worker.display(), o.error() ? o.error()->message : "did not start"));
       launch_failures_[o.worker.index] = 255;
     }
-    say(fmt::format("attempt {} launched on {} of {} workers", next, launched.pids.size(), setup_.record.workers.size()));
+    say(fmt::format("attempt {} launched on {} of {} workers", next, launched.pids.size(), workers_.size()));
     save(true);
     return true;
+  }
+
+  // The workers' current addresses (a gcloud pod's TPU VM may have new ones
+  // after a stop and start): from now on the run is watched and relaunched there.
+  void move_to(const std::vector<Worker>& now, std::unique_ptr<LivenessProber>& prober) {
+    bool moved = false;
+    for (size_t i = 0; i < now.size() && i < workers_.size(); ++i) {
+      if (now[i].host == workers_[i].host) continue;
+      say(fmt::format("{}: the TPU VM's worker is at {} now (was {})", now[i].name(), now[i].host, workers_[i].host));
+      moved = true;
+    }
+    if (!moved) return;
+    workers_ = now;
+    prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
+  }
+
+  // The TPU VM is gone for good: the run ends here, whatever attempts are left.
+  bool preempted(const RestartCheck& check) {
+    say(fmt::format("{}; it never comes back by itself: delete it and create it again, then stage the run again "
+                    "(its logs stay here)",
+                    check.gone));
+    const std::string tpu = setup_.pod.gcloud ? setup_.pod.gcloud->name : setup_.pod.name;
+    monitor_.preempted(Preemption{tpu, check.gone_state, check.gone, iso8601_utc(Clock::now()), 0});
+    message_ = check.gone;
+    return false;
   }
 
   bool stopped_during_restart() {
@@ -214,9 +245,15 @@ class Supervisor {
   }
 
   int finish() {
+    // A lost gang on a gcloud pod: was the TPU VM preempted? Then say so.
+    if (monitor_.state().verdict == RunVerdict::lost && !signalled_) {
+      if (RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_); !check.gone.empty()) {
+        preempted(check);
+      }
+    }
     monitor_.give_up();
     const RunState& s = monitor_.state();
-    message_.clear();
+    if (s.verdict != RunVerdict::preempted) message_.clear();
     save(true);
     if (!setup_.env_dir.empty()) forget_run_env(setup_.env_dir, setup_.record.run_id);
     say(fmt::format("run {} {} (attempt {} of {})", setup_.record.run_id, to_string(s.verdict), s.attempt,
@@ -234,6 +271,7 @@ class Supervisor {
   std::string saved_;
   std::map<int, int> launch_failures_;  // worker -> synthetic exit code for the attempt
   bool signalled_ = false;
+  std::vector<Worker> workers_;  // where the run's jobs are: the record's, moved when the TPU VM's addresses change
 };
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include <cctype>
 
-#include "tpurun/worker_select.hpp"
+#include "tpurun/usage_error.hpp"
 
 namespace tpurun {
 

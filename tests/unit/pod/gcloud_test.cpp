@@ -6,6 +6,7 @@
 #include "fakes/temp_dir.hpp"
 #include "pod/gcloud_fixtures.hpp"
 #include "tpurun/config.hpp"
+#include "tpurun/tpu_node.hpp"
 
 namespace tpurun {
 namespace {
@@ -153,19 +154,16 @@ TEST_F(GcloudPodLoadTest, RunsDescribeAndUsesItsEndpoints) {
 }
 
 TEST_F(GcloudPodLoadTest, FailingGcloudShowsItsOwnStderr) {
-  // given gcloud failing the way it does for a wrong name
-  runner_.next = {
-      1, "",
-      "ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: Resource "
-      "'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found\n"};
+  // given gcloud failing the way it does without permission
+  runner_.next = {1, "",
+                  "ERROR: (gcloud.compute.tpus.tpu-vm.describe) PERMISSION_DENIED: Permission 'tpu.nodes.get' "
+                  "denied on 'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1'\n"};
   // then the error names the pod and command, and carries gcloud's message verbatim
-  EXPECT_EQ(
-      load_error(),
-      "pod 'v4-32': `gcloud compute tpus tpu-vm describe kmh-tpuvm-v4-32-1 --zone us-central2-b "
-      "--project "
-      "my-proj --format=json` failed (exit 1):\nERROR: (gcloud.compute.tpus.tpu-vm.describe) "
-      "NOT_FOUND: "
-      "Resource 'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found");
+  EXPECT_EQ(load_error(),
+            "pod 'v4-32': `gcloud compute tpus tpu-vm describe kmh-tpuvm-v4-32-1 --zone us-central2-b --project "
+            "my-proj --format=json` failed (exit 1):\nERROR: (gcloud.compute.tpus.tpu-vm.describe) "
+            "PERMISSION_DENIED: Permission 'tpu.nodes.get' denied on "
+            "'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1'");
 }
 
 TEST_F(GcloudPodLoadTest, MissingGcloudSuggestsInstallingIt) {
@@ -175,11 +173,27 @@ TEST_F(GcloudPodLoadTest, MissingGcloudSuggestsInstallingIt) {
             "tpurun: cannot run gcloud: No such file or directory");
 }
 
-TEST_F(GcloudPodLoadTest, UnreadableDescriptionNamesThePod) {
+TEST_F(GcloudPodLoadTest, ATpuVmThatIsNotReadySaysWhatGcloudReported) {
   runner_.next = {0, kDescribeCreating, ""};
-  EXPECT_THAT(load_error(), HasSubstr("pod 'v4-32': `gcloud compute tpus tpu-vm describe"));
-  EXPECT_THAT(load_error(),
-              HasSubstr("`: the TPU VM lists no network endpoints (state: CREATING)"));
+  EXPECT_EQ(load_error(),
+            "pod 'v4-32': TPU VM kmh-tpuvm-v4-32-1 is CREATING, not READY: wait until it is (`tpurun status` "
+            "shows its state)");
+}
+
+TEST_F(GcloudPodLoadTest, ADeletedTpuVmIsNamedAsSuch) {
+  runner_.next = {1, "", "ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: Resource "
+                         "'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found\n"};
+  EXPECT_THAT(load_error(), HasSubstr("pod 'v4-32': TPU VM kmh-tpuvm-v4-32-1 was not found in zone us-central2-b "
+                                      "of project my-proj: it was deleted"));
+}
+
+TEST_F(GcloudPodLoadTest, ReadingCommandsDoNotDescribe) {
+  PodRequest request;
+  request.need_workers = false;
+  PodConfig pod = load_pod(request, env_, runner_);
+  EXPECT_TRUE(runner_.calls.empty());
+  EXPECT_TRUE(pod.workers.empty());
+  EXPECT_EQ(pod.logs_root, "/mnt/nfs/logs");
 }
 
 TEST_F(GcloudPodLoadTest, OverridesApplyAfterDescribe) {
@@ -191,6 +205,50 @@ TEST_F(GcloudPodLoadTest, OverridesApplyAfterDescribe) {
   EXPECT_EQ(pod.ssh.identity_file, "/keys/tpu");
   EXPECT_EQ(pod.ssh.host_key_policy, HostKeyPolicy::strict);
   EXPECT_EQ(pod.workers.size(), 4u);
+}
+
+}  // namespace
+}  // namespace tpurun
+
+namespace tpurun {
+namespace {
+
+using ::testing::HasSubstr;
+
+// hostkeys --import and the first-use offer: gcloud's own tpu-vm ssh, through
+// the same addresses the pod uses (issue: --internal-ip was left out, so it
+// failed on internal-only TPU VMs).
+TEST(GcloudImportTest, RunsTpuVmSshOnTheSelectedWorkersThroughThePodsAddresses) {
+  GcloudSpec spec{"v4-32", "us-central2-b", "", false};
+  EXPECT_EQ(gcloud_import_argv(spec, "all"),
+            (std::vector<std::string>{"gcloud", "compute", "tpus", "tpu-vm", "ssh", "v4-32", "--zone", "us-central2-b",
+                                      "--worker=all", "--command=true"}));
+  spec.project = "p";
+  spec.internal_ip = true;
+  EXPECT_EQ(gcloud_import_argv(spec, "0-3"),
+            (std::vector<std::string>{"gcloud", "compute", "tpus", "tpu-vm", "ssh", "v4-32", "--zone", "us-central2-b",
+                                      "--project", "p", "--internal-ip", "--worker=0-3", "--command=true"}));
+}
+
+TEST(TpuNodeTest, StateHealthAndWorkersOfANodeThatIsNotReady) {
+  TpuNode node = parse_tpu_node(R"({"name": "projects/p/locations/z/nodes/t1", "id": "42", "state": "PREEMPTED",
+                                    "health": "UNHEALTHY_MAINTENANCE", "healthDescription": "host maintenance",
+                                    "acceleratorType": "v4-8"})",
+                                true);
+  EXPECT_EQ(node.name, "t1");
+  EXPECT_FALSE(node.ready());
+  EXPECT_TRUE(node.workers.empty());
+  EXPECT_EQ(node.endpoint_error, "the TPU VM lists no network endpoints (state: PREEMPTED)");
+  EXPECT_EQ(describe_state(node), "PREEMPTED (health UNHEALTHY_MAINTENANCE: host maintenance)");
+  TpuUnavailable gone("v4-8", GcloudSpec{"t1", "z", "p", true}, node);
+  EXPECT_THAT(gone.what(), HasSubstr("pod 'v4-8': TPU VM t1 is PREEMPTED"));
+  EXPECT_THAT(gone.what(), HasSubstr("gcloud compute tpus tpu-vm delete t1 --zone z --project p"));
+  node.state = "STOPPED";
+  EXPECT_THAT(TpuUnavailable("v4-8", GcloudSpec{"t1", "z", "", true}, node).what(),
+              HasSubstr("start it with `gcloud compute tpus tpu-vm start t1 --zone z`"));
+  node.state = "NOT_FOUND";
+  EXPECT_THAT(TpuUnavailable("v4-8", GcloudSpec{"t1", "z", "", true}, node).what(),
+              HasSubstr("TPU VM t1 was not found in zone z: it was deleted"));
 }
 
 }  // namespace

@@ -167,3 +167,20 @@ TEST(DescribeExit, CodesAndSignals) {
 
 }  // namespace
 }  // namespace tpurun
+
+namespace tpurun {
+namespace {
+
+TEST(GangPreemption, ALostGangWhoseTpuVmIsGoneEndsPreempted) {
+  GangMonitor gang(GangPolicy{}, {0, 1});
+  gang.preempted(Preemption{"v4", "PREEMPTED", "TPU VM v4 is PREEMPTED", "2026-01-01T00:00:00Z", 0});
+  EXPECT_EQ(gang.state().verdict, RunVerdict::preempted);
+  ASSERT_EQ(gang.state().preemptions.size(), 1u);
+  EXPECT_EQ(gang.state().preemptions[0].attempt, 1);
+  // a later preemption of a finished run changes nothing
+  gang.preempted(Preemption{"v4", "TERMINATED", "", "", 0});
+  EXPECT_EQ(gang.state().preemptions.size(), 1u);
+}
+
+}  // namespace
+}  // namespace tpurun

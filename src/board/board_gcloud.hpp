@@ -1,0 +1,32 @@
+#pragma once
+// board.gcloud: the TPU VMs that gcloud lists in the configured zones, for
+// `status --all`, besides the config's own pods.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpurun/config.hpp"
+#include "tpurun/system.hpp"
+
+namespace tpurun {
+
+struct ListedTpu {
+  std::string name;         // the TPU VM's name, or "gcloud:<zone>" when listing the zone failed
+  std::string zone;
+  std::string accelerator;  // e.g. "v4-32"
+  std::string state;        // gcloud's: READY, PREEMPTED, CREATING, ...
+  std::optional<PodConfig> pod;  // READY with workers: a pod to scan
+  std::string error;             // the zone could not be listed, or its workers not read
+};
+
+// Runs `gcloud compute tpus tpu-vm list --project P --zone Z --format=json`
+// for each zone, in order. TPU VMs that the config already has (a pod of that
+// name, or a gcloud pod of that TPU) are left out.
+std::vector<ListedTpu> list_board_tpus(const ConfigFile& config, ProcessRunner& runner);
+
+// The TPU VMs in the JSON array that `tpu-vm list --format=json` prints
+// (each element is what `describe` prints). Throws std::runtime_error.
+std::vector<ListedTpu> parse_tpu_list(const std::string& json_text, const std::string& zone,
+                                      const BoardGcloud& board);
+
+}  // namespace tpurun

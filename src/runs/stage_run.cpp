@@ -1,0 +1,143 @@
+#include "runs/stage_run.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "board/claim_check.hpp"
+#include "board/pod_pick.hpp"
+#include "runs/job_env.hpp"
+#include "runs/preflight.hpp"
+#include "runs/run_follow.hpp"
+#include "runs/stage_slices.hpp"
+#include "tpurun/atomic_file.hpp"
+#include "tpurun/duration.hpp"
+#include "tpurun/run_env.hpp"
+#include "tpurun/safe_dir.hpp"
+#include "tpurun/worker_select.hpp"
+#include "util/identity.hpp"
+
+namespace tpurun {
+namespace {
+
+void require_roots(const PodConfig& pod) {
+  if (pod.staging_root.empty() || pod.logs_root.empty()) {
+    throw UsageError(fmt::format("pod '{}' needs staging_root and logs_root (directories on the shared NFS mount "
+                                 "that every worker sees); see docs/config.md", pod.name));
+  }
+}
+
+StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
+  SnapshotRequest request;
+  request.source_dir = plan.source_dir;
+  request.staging_root = plan.target.pod.staging_root;
+  request.user = plan.user;
+  request.size_limit = plan.target.pod.stage_size_limit;
+  request.stat_cache_dir = cache_dir(ctx.env) + "/stat-cache";
+  request.now = std::chrono::system_clock::now();
+  request.random_suffix = random_suffix;
+  auto staged = create_snapshot(request, ctx.processes, ctx.cancel, [&](const SnapshotProgress& p) {
+    printer.progress(fmt::format("staging: {}/{} files, {} of {}, {} reused", p.files_done, p.files_total,
+                                 human_size(p.bytes_done), human_size(p.bytes_total), human_size(p.bytes_reused)));
+  });
+  printer.clear_progress();
+  if (!staged && ctx.cancel.cancelled()) throw Interrupted("interrupted while staging: " + staged.error().message);
+  if (!staged) throw std::runtime_error("staging failed: " + staged.error().message);
+  return *staged;
+}
+
+RunRecord make_record(const StagePlan& plan, const StagedSnapshot& staged) {
+  const StageRequest& r = plan.request;
+  const auto now = std::chrono::system_clock::now();
+  RunRecord record;
+  record.run_id = make_run_id(now, random_suffix(), plan.target.pod.name, r.tags);
+  record.log_dir = create_log_dir(plan.target.pod.logs_root, plan.user, plan.project, record.run_id);
+  record.user = plan.user;
+  record.pod = plan.target.pod.name;
+  record.project = plan.project;
+  record.workers = plan.target.workers;
+  if (plan.slices) record.slices = slice_pods(plan.target.pod);
+  record.megascale = plan.slices;
+  record.command = r.argv;
+  record.env_names = env_names(r.env);  // never the values: run.json is readable by others
+  record.tags = r.tags;
+  record.staged_dir = staged.dir;
+  record.git_sha = staged.git.sha;
+  record.git_branch = staged.git.branch;
+  record.git_dirty = staged.git.dirty;
+  record.tree_hash = staged.tree_hash;
+  record.created_at = iso8601_utc(now);
+  record.on_failure = r.on_failure;
+  record.restarts = r.restarts;
+  record.lost_after_ms = r.lost_after_ms;
+  record.grace_ms = r.grace_ms;
+  return record;
+}
+
+// A worker where the job did not start has failed, as far as the gang goes:
+// its log says why and its exit record says 255, so the watcher and `runs`
+// see it like any other failure.
+void record_not_started(const RunRecord& record, const WorkerOutcome& launch) {
+  const std::string why = launch.error() ? launch.error()->message : "the job did not start";
+  std::FILE* log = std::fopen(worker_log_path(record.log_dir, launch.worker.index).c_str(), "a");
+  if (log) {
+    fmt::print(log, "tpurun: the job did not start on {}: {}\n", launch.worker.display(), why);
+    std::fclose(log);
+  }
+  write_file_atomic(job_file(record.log_dir, launch.worker.index, 1, "exit"), "255\n");
+}
+
+}  // namespace
+
+StagePlan plan_stage(StageRequest request, Context& ctx) {
+  pick_pod(ctx, request.ignore_claim, request.wait_pod);  // --pod auto / --pod 'glob*' [--wait]
+  StagePlan plan;
+  plan.target = select_workers(load_pod(ctx.pod_request, ctx.env, ctx.processes), request.workers);
+  require_roots(plan.target.pod);
+  respect_claims(plan.target.pod, request.ignore_claim, ctx);
+  plan.slices = plan_multislice(plan.target, request.megascale_port, request.env);
+  plan.user = local_user(ctx.env);
+  plan.source_dir = std::filesystem::current_path().string();
+  plan.project = project_name(plan.source_dir);
+  plan.request = std::move(request);
+  return plan;
+}
+
+StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
+  const StageRequest& r = plan.request;
+  const PodConfig& pod = plan.target.pod;
+  // A squatted logs dir stops the run before anything is snapshotted.
+  if (auto logs = open_own_path(pod.logs_root, {plan.user}, Create::if_missing); !logs && logs.error().unsafe()) {
+    throw UnsafeDirError(logs.error());
+  }
+  auto transport = ctx.make_transport(pod);
+  if (!r.skip_preflight) {
+    run_preflight(pod, plan.target.workers, *transport, {r.kill_previous, r.fanout}, printer, ctx);
+  }
+  StagedRun run;
+  run.staged = snapshot(plan, ctx, printer);
+  printer.note(fmt::format("staged {} files ({}, {} reused) → {}", run.staged.files, human_size(run.staged.bytes),
+                           human_size(run.staged.bytes_reused), run.staged.dir));
+
+  run.record = make_record(plan, run.staged);
+  write_run_record(run.record, run.staged.git.diff);
+  if (!r.env.empty() && r.restarts > 0) save_run_env(run_env_dir(ctx), run.record.run_id, r.env);
+  printer.note(fmt::format("run {} → {}", run.record.run_id, run.record.log_dir));
+
+  // The watcher starts first, so the gang rules hold even if this client is
+  // killed while launching.
+  run.watcher_pid = start_watcher(run.record, ctx);
+  LaunchSpec spec{run.record.run_id, run.record.log_dir, run.staged.dir, r.argv, r.env,
+                  static_cast<int>(pod.workers.size()), 1, 1 + r.restarts, plan.slices};
+  run.launched = launch_on_workers(spec, plan.target.workers, *transport, r.fanout, ctx.cancel);
+  for (const WorkerOutcome& launch : run.launched.outcomes) {
+    if (run.launched.pids.count(launch.worker.index)) {
+      run.running.push_back(launch.worker);
+    } else {
+      record_not_started(run.record, launch);
+    }
+  }
+  return run;
+}
+
+}  // namespace tpurun

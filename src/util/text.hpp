@@ -1,0 +1,14 @@
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace tpurun {
+
+// At most `width` characters (UTF-8 code points), "..." marking a cut.
+std::string truncate_text(std::string_view text, size_t width);
+
+// For summaries: absolute paths shortened to their last part, so that
+// "python3 /home/bob/proj/train.py --x" reads "python3 train.py --x".
+std::string short_command(std::string_view command);
+
+}  // namespace tpurun
