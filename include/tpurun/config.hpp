@@ -71,6 +71,8 @@ struct PodRequest {
   // so a gcloud pod is not described and its workers stay empty; they work
   // when the TPU VM is preempted, stopped or gone.
   bool need_workers = true;
+  // true: describe the TPU VM now, even if a recent answer is kept (doctor).
+  bool describe_fresh = false;
 };
 
 // The whole path from flags to a pod with workers: find and parse the config,

@@ -13,10 +13,16 @@ enum class HostKeyPolicy { strict, accept_new, off };
 
 struct SshSettings {
   std::string user;                      // remote user; defaults to $USER
-  std::string identity_file;             // empty: ssh-agent, then the default keys
+  std::string identity_file;             // tried first; empty: ssh-agent, then the default keys
+  // Only identity_file, never ssh-agent's or the default keys (gcloud pods,
+  // as gcloud's IdentitiesOnly=yes): each refused key counts against sshd's
+  // MaxAuthTries, so six agent keys tried first would cut the connection.
+  bool identities_only = false;
   std::vector<std::string> known_hosts;  // first one is where accept-new records keys
   HostKeyPolicy host_key_policy = HostKeyPolicy::accept_new;
-  // Where gcloud keeps keys by HostKeyAlias (gcloud pods); checked first.
+  // Where gcloud keeps keys by HostKeyAlias (gcloud pods). A worker with an
+  // alias is checked there only, never by address (a recreated TPU VM reuses
+  // addresses, with new keys and a new alias), and accept-new records it there.
   std::string alias_known_hosts;
   int connect_timeout_s = 10;
 };
@@ -56,6 +62,9 @@ struct PodConfig {
   int megascale_port = kDefaultMegascalePort;  // MEGASCALE_PORT for multi-slice runs
   // True when no config exists: the pod is this host alone, run without SSH.
   bool local = false;
+  // A gcloud pod whose workers came from a recent describe kept on this host
+  // (describe_cache.hpp) rather than from gcloud just now.
+  bool workers_from_cache = false;
 };
 
 // A pod and the workers one command acts on (all of them, or --worker's).

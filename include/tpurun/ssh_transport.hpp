@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "tpurun/pod.hpp"
 #include "tpurun/transport.hpp"
@@ -24,8 +25,10 @@ class SshTransport : public Transport {
                                                               const CancelToken& cancel) override;
 
  private:
+  std::optional<TransportError> authenticate(::ssh_session_struct* session);
   std::optional<TransportError> verify_host_key(::ssh_session_struct* session, const Worker& worker);
   std::optional<TransportError> record_host_key(::ssh_session_struct* session);
+  std::optional<TransportError> record_alias_key(::ssh_session_struct* session, const std::string& alias);
 
   SshTransportOptions options_;
   std::mutex known_hosts_write_;  // accept-new appends from many threads

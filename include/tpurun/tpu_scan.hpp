@@ -52,6 +52,7 @@ struct LockfileState {
 struct LockScan {
   int caller_uid = -1;  // the login user, whoever the scan ran as
   std::string caller_user;
+  int caller_gid = -1;  // their primary group; -1 when the scan did not say
   bool privileged = false;                    // ran as root: every process was visible
   int self_pid = 0;                           // the scanning shell (kill never signals it or its ancestors)
   std::vector<ScannedProcess> holders;        // processes with a TPU device open, by pid

@@ -157,9 +157,19 @@ BoardScan Board::scan(const std::string& only_pod) const {
     }
     auto uid = uid_of_(claim.user);
     if (!uid || *uid != st.st_uid || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+      // A claim counts only when its owner is the user it names. Where users
+      // have other uids on other VMs (no OS Login), that cannot be checked,
+      // so it does not count either: docs/board.md.
+      std::string why = (st.st_mode & (S_IWGRP | S_IWOTH)) ? " and others can write it" : "";
+      if (!why.empty() || !uid) {
+        why += uid ? "" : fmt::format("; there is no user '{}' here", claim.user);
+      } else {
+        why += fmt::format(" while '{}' is uid {} here: forged, or the same user with other uids on different VMs "
+                           "(give users one uid everywhere, e.g. OS Login; docs/board.md)",
+                           claim.user, *uid);
+      }
       scan.warnings.push_back(fmt::format("ignoring claim file {}: it names user '{}' but is owned by uid {}{}", path,
-                                          claim.user, st.st_uid,
-                                          (st.st_mode & (S_IWGRP | S_IWOTH)) ? " and others can write it" : ""));
+                                          claim.user, st.st_uid, why));
       continue;
     }
     scan.claims.push_back(std::move(claim));

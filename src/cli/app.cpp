@@ -10,7 +10,9 @@
 
 #include "cli/claim.hpp"
 #include "tpurun/context.hpp"
+#include "cli/doctor.hpp"
 #include "cli/exec.hpp"
+#include "cli/init.hpp"
 #include "cli/gc.hpp"
 #include "cli/hostkeys.hpp"
 #include "cli/kill.hpp"
@@ -25,6 +27,7 @@
 #include "tpurun/suggest.hpp"
 #include "tpurun/worker_select.hpp"
 #include "transport/real_transport.hpp"
+#include "ui/first_use.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -45,6 +48,8 @@ constexpr const char* kFooter = R"(Typical session:
   tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
   tpurun claim v4-32 --for 3h --note "lr sweep"   # others' stage/exec refuse it
   tpurun tensorboard last            # TensorBoard on this host, plus the ssh -L line
+  tpurun init                        # a first tpurun.json from gcloud's TPU VMs and your NFS mount
+  tpurun doctor                      # every problem between here and a working run
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
@@ -122,6 +127,8 @@ int main(int argc, char** argv) {
   ClaimsOptions claims;
   TensorBoardOptions tensorboard;
   TopOptions top;
+  DoctorOptions doctor;
+  InitOptions init;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -137,6 +144,8 @@ int main(int argc, char** argv) {
       {register_release(app, release), [&](Context& c) { return run_release(release, c); }},
       {register_claims(app, claims), [&](Context& c) { return run_claims(claims, c); }},
       {register_tensorboard(app, tensorboard), [&](Context& c) { return run_tensorboard(tensorboard, c); }},
+      {register_doctor(app, doctor), [&](Context& c) { return run_doctor(doctor, c); }},
+      {register_init(app, init), [&](Context& c) { return run_init(init, c); }},
   };
 
   SystemEnvironment env;
@@ -148,7 +157,9 @@ int main(int argc, char** argv) {
     check_subcommand(argc, argv, app);
     app.parse(argc, argv);
     ctx.verbosity = verbosity;
-    ctx.make_transport = [&ctx](const PodConfig& pod) { return make_real_transport(pod, ctx.verbosity); };
+    ctx.make_transport = [&ctx](const PodConfig& pod) {
+      return with_first_use_offer(make_real_transport(pod, ctx.verbosity, ctx.env, ctx.processes), pod, ctx);
+    };
     if (!config_path.empty()) ctx.pod_request.config_path = config_path;
     if (!pod_name.empty()) ctx.pod_request.pod = pod_name;
     ctx.cancel = CancelToken(install_interrupt_handler());

@@ -11,6 +11,7 @@
 #include "tpurun/multislice.hpp"
 #include "tpurun/suggest.hpp"
 #include "tpurun/tpu_node.hpp"
+#include "pod/describe_cache.hpp"
 
 namespace tpurun {
 
@@ -95,9 +96,15 @@ PodConfig local_pod(const Environment& env) {
   return pod;
 }
 
+std::vector<Worker> ready_workers(const PodConfig& pod, TpuNode node);
+
 // The workers of a READY TPU VM; TpuUnavailable when it is not READY or gone.
 std::vector<Worker> describe_workers(const PodConfig& pod, ProcessRunner& runner) {
   TpuNode node = describe_node(pod.name, *pod.gcloud, runner);
+  return ready_workers(pod, node);
+}
+
+std::vector<Worker> ready_workers(const PodConfig& pod, TpuNode node) {
   if (!node.ready()) throw TpuUnavailable(pod.name, *pod.gcloud, std::move(node));
   if (!node.endpoint_error.empty()) {
     throw std::runtime_error("pod '" + pod.name + "': `" + join(gcloud_describe_argv(*pod.gcloud), " ") +
@@ -191,7 +198,14 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   } else if (!pod.slices.empty()) {
     resolve_slices(pod, config, runner);
   } else if (pod.gcloud) {
-    pod.workers = describe_workers(pod, runner);
+    if (auto kept = request.describe_fresh ? std::nullopt : read_kept_describe(*pod.gcloud, env)) {
+      pod.workers = kept->workers;
+      pod.workers_from_cache = true;
+    } else {
+      TpuNode node = describe_node(pod.name, *pod.gcloud, runner);
+      pod.workers = ready_workers(pod, node);
+      keep_describe(*pod.gcloud, node, env);
+    }
   }
   apply_overrides(pod, request.overrides, env);
   if (pod.ssh.user.empty())

@@ -166,6 +166,7 @@ SshSettings default_ssh_settings(bool gcloud_pod, const Environment& env) {
     ssh.known_hosts = {expand_home("~/.ssh/google_compute_known_hosts", env),
                        expand_home("~/.ssh/known_hosts", env)};
     ssh.alias_known_hosts = expand_home("~/.ssh/google_compute_known_hosts", env);
+    ssh.identities_only = true;
   } else {
     ssh.known_hosts = {expand_home("~/.ssh/known_hosts", env)};
   }

@@ -24,15 +24,24 @@ namespace {
 // dir is the user's own and closed to other users' writes.
 constexpr const char* kLauncherBody = R"SH(
 log="$logdir/worker$worker.log"
-if [ ! -d "$logdir" ]; then
-  echo "log dir $logdir is not visible on this worker: is the shared (NFS) mount there?" >&2; exit 98
-fi
+# unreachable WHAT PATH CODE: why PATH cannot be seen. A dir above it that
+# exists but cannot be entered is the same user with another uid here than on
+# the dev VM (NFS owns files by number), not a missing mount.
+unreachable() {
+  _d=$2
+  while [ "$_d" != / ] && [ ! -e "$_d" ]; do _d=${_d%/*}; [ -n "$_d" ] || _d=/; done
+  if [ -d "$_d" ] && [ ! -x "$_d" ]; then
+    echo "$1 $2 cannot be reached on this worker: $_d belongs to uid $(stat -c %u "$_d") (mode $(stat -c %a "$_d")), and you are uid $(id -u) here; the same user has another uid on the dev VM, and NFS owns files by number (tpurun doctor; docs/cloud.md)" >&2
+  else
+    echo "$1 $2 is not visible on this worker: is the shared (NFS) mount there?" >&2
+  fi
+  exit "$3"
+}
+[ -d "$logdir" ] || unreachable "log dir" "$logdir" 98
 if [ -L "$logdir" ] || [ ! -O "$logdir" ] || [ -n "$(find "$logdir" -maxdepth 0 -perm /022 2>/dev/null)" ]; then
   echo "log dir $logdir is not $(id -un)'s own, or others may write to it: refusing to write there" >&2; exit 94
 fi
-if ! cd "$snapshot" 2>/dev/null; then
-  echo "snapshot $snapshot is not visible on this worker: is the shared (NFS) mount there?" >&2; exit 97
-fi
+cd "$snapshot" 2>/dev/null || unreachable snapshot "$snapshot" 97
 command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is missing on this worker" >&2; exit 96; }
 if [ "$max_attempts" -gt 1 ]; then
   printf '==== tpurun: attempt %s of %s on %s at %s ====\n' "$attempt" "$max_attempts" "$(hostname)" \

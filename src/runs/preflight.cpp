@@ -12,6 +12,8 @@
 #include "tpurun/tpu_kill.hpp"
 #include "tpurun/tpu_scan.hpp"
 #include "tpurun/worker_select.hpp"
+#include "doctor/uids.hpp"
+#include "util/identity.hpp"
 
 namespace tpurun {
 namespace {
@@ -86,6 +88,15 @@ void run_preflight(const PodConfig& pod, const std::vector<Worker>& workers, Tra
       });
   printer.clear_progress();
   if (ctx.cancel.cancelled()) throw Interrupted("interrupted during the preflight check; nothing was staged");
+
+  std::vector<WorkerScanResult> scanned;
+  for (const auto& r : results) {
+    if (r) scanned.push_back(*r);
+  }
+  if (std::string wrong = uid_mismatch(local_user(ctx.env), options.local_uid, options.local_gid, scanned);
+      !wrong.empty()) {
+    throw UidMismatch(wrong);
+  }
 
   std::vector<std::string> refusals;
   std::vector<int> own;

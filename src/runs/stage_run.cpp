@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "board/claim_check.hpp"
@@ -112,7 +114,8 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   }
   auto transport = ctx.make_transport(pod);
   if (!r.skip_preflight) {
-    run_preflight(pod, plan.target.workers, *transport, {r.kill_previous, r.fanout}, printer, ctx);
+    PreflightOptions checks{r.kill_previous, r.fanout, static_cast<int>(::getuid()), static_cast<int>(::getgid())};
+    run_preflight(pod, plan.target.workers, *transport, checks, printer, ctx);
   }
   StagedRun run;
   run.staged = snapshot(plan, ctx, printer);

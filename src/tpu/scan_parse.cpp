@@ -131,7 +131,11 @@ class ScanParser {
       return fmt::format("malformed '{}' record ({}): '{}'", kind, what, sanitize(line.substr(0, 200)));
     };
     if (kind == "caller") {
-      if (!split_fields(args, 2, f) || !to_int(f[0], scan_.caller_uid)) return bad("want UID USER");
+      const bool with_gid = split_fields(args, 3, f);
+      if (!with_gid && !split_fields(args, 2, f)) return bad("want UID USER [GID]");
+      if (!to_int(f[0], scan_.caller_uid) || (with_gid && !to_int(f[2], scan_.caller_gid))) {
+        return bad("want UID USER [GID]");
+      }
       scan_.caller_user = std::string(f[1]);
       seen_caller_ = true;
     } else if (kind == "priv") {

@@ -102,7 +102,7 @@ const char* const kShLockFunction = R"sh(lock_state() {
 namespace {
 
 // Output (TPURUN-SCAN 1), one record per line:
-//   caller UID USER | priv root|user | self PID
+//   caller UID USER GID | priv root|user | self PID
 //   hold PID DEVICE                       one per open TPU device file
 //   lock 0 | lock 1 UID USER INODE HELD LOCK_PID|-
 //   logs 0 | logs 1 UID USER              /tmp/tpu_logs
@@ -119,19 +119,22 @@ namespace {
 // grep run only when something holds the TPU (or for kill).
 const char* const kScanHead = R"sh(mode=$1
 shift
-uid=
+uid= gid=
 while read -r _k _ _e _; do
-  if [ "$_k" = Uid: ]; then uid=$_e; break; fi
+  case $_k in
+    Uid:) uid=$_e ;;
+    Gid:) gid=$_e; break ;;
+  esac
 done </proc/self/status
 if [ "$uid" = 0 ] && [ -n "${SUDO_UID:-}" ]; then
-  cuid=$SUDO_UID cuser=${SUDO_USER:-$SUDO_UID} priv=root
+  cuid=$SUDO_UID cuser=${SUDO_USER:-$SUDO_UID} cgid=${SUDO_GID:-$gid} priv=root
 elif [ "$uid" = 0 ]; then
-  cuid=0 cuser=root priv=root
+  cuid=0 cuser=root cgid=$gid priv=root
 else
   cuid=$uid cuser=$(id -un) || cuser=$uid
-  priv=user
+  cgid=$gid priv=user
 fi
-printf 'TPURUN-SCAN 1\ncaller %s %s\npriv %s\nself %s\n' "$cuid" "$cuser" "$priv" "$$"
+printf 'TPURUN-SCAN 1\ncaller %s %s %s\npriv %s\nself %s\n' "$cuid" "$cuser" "$cgid" "$priv" "$$"
 )sh";
 
 // file_record PATH UID USER INODE DEV: an F line of fd_walk (its own

@@ -2,6 +2,13 @@
 
 #include <libssh/libssh.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -88,6 +95,34 @@ std::vector<KnownHostsLine> find_alias_lines(const std::string& file, const std:
     found.push_back({file, number});
   });
   return found;
+}
+
+}  // namespace tpurun
+
+namespace tpurun {
+
+std::optional<std::string> append_known_host(const std::string& file, const std::string& line) {
+  std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    ::chmod(dir.c_str(), 0700);
+  }
+  int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return std::string(std::strerror(errno));
+  size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string error = std::strerror(errno);
+      ::close(fd);
+      return error;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return std::string(std::strerror(errno));
+  return std::nullopt;
 }
 
 }  // namespace tpurun

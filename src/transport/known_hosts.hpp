@@ -3,6 +3,7 @@
 // reported as "file:line — remove that line".
 #include <libssh/libssh.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct AliasKeyCheck {
 AliasKeyCheck check_alias_key(const std::string& file, const std::string& alias, ssh_key server_key);
 // Entries for `alias` in `file` (any key type), for `tpurun hostkeys`.
 std::vector<KnownHostsLine> find_alias_lines(const std::string& file, const std::string& alias);
+
+// Appends `line` to a known_hosts file, creating it (0600, its dir 0700) if
+// needed; the error text when that fails.
+std::optional<std::string> append_known_host(const std::string& file, const std::string& line);
 
 // The name libssh and OpenSSH use for a host in known_hosts.
 std::string known_hosts_name(const std::string& host, int port);

@@ -4,11 +4,15 @@
 #include <memory>
 
 #include "tpurun/pod.hpp"
+#include "tpurun/system.hpp"
 #include "tpurun/transport.hpp"
 
 namespace tpurun {
 
 // `verbosity` is the CLI's -v count: -vv and up turn on libssh's own log.
-std::unique_ptr<Transport> make_real_transport(const PodConfig& pod, int verbosity);
+// A gcloud pod whose workers came from a kept describe describes again when
+// a worker does not answer as recorded (redescribe.hpp).
+std::unique_ptr<Transport> make_real_transport(const PodConfig& pod, int verbosity, const Environment& env,
+                                               ProcessRunner& processes);
 
 }  // namespace tpurun

@@ -93,41 +93,77 @@ Result<std::unique_ptr<Connection>, TransportError> SshTransport::connect(const 
 
   if (auto err = verify_host_key(s, worker)) return unexpected(*err);
 
-  int rc = ssh_userauth_publickey_auto(s, nullptr, nullptr);
-  if (rc != SSH_AUTH_SUCCESS) {
-    char* user = nullptr;
-    ssh_options_get(s, SSH_OPTIONS_USER, &user);
-    std::string who = user ? user : "?";
-    ssh_string_free_char(user);
-    std::string tried = "ssh-agent and the default keys";
-    if (!options_.ssh.identity_file.empty()) {
-      tried = std::filesystem::exists(options_.ssh.identity_file)
-                  ? "ssh-agent and " + tilde(options_.ssh.identity_file)
-                  : "ssh-agent; identity file " + tilde(options_.ssh.identity_file) + " does not exist";
-    }
-    return unexpected(TransportError{
-        ErrorKind::auth,
-        fmt::format("authentication as '{}' refused (tried {}) — is your public key in ~{}/.ssh/authorized_keys "
-                    "on the worker? For gcloud pods, `gcloud compute tpus tpu-vm ssh NAME --worker=all` pushes it",
-                    who, tried, who)});
-  }
+  if (auto err = authenticate(s)) return unexpected(*err);
   return std::unique_ptr<Connection>(new SshConnection(owner.release(), worker));
+}
+
+// The configured key first: ssh_userauth_publickey_auto tries ssh-agent's keys
+// before it, and sshd's MaxAuthTries (6) cuts the connection after as many
+// refusals, blaming authorized_keys for what is the agent's crowd of keys.
+std::optional<TransportError> SshTransport::authenticate(ssh_session s) {
+  const std::string& file = options_.ssh.identity_file;
+  const bool have_file = !file.empty() && std::filesystem::exists(file);
+  int rc = SSH_AUTH_DENIED;
+  bool file_loaded = false;
+  if (have_file) {
+    ssh_key key = nullptr;
+    // A passphrase-protected key does not load here: ssh-agent may hold it.
+    if (ssh_pki_import_privkey_file(file.c_str(), nullptr, nullptr, nullptr, &key) == SSH_OK) {
+      file_loaded = true;
+      rc = ssh_userauth_publickey(s, nullptr, key);
+      ssh_key_free(key);
+    }
+  }
+  if (rc != SSH_AUTH_SUCCESS && !(options_.ssh.identities_only && file_loaded)) {
+    rc = ssh_userauth_publickey_auto(s, nullptr, nullptr);
+  }
+  if (rc == SSH_AUTH_SUCCESS) return std::nullopt;
+  char* user = nullptr;
+  ssh_options_get(s, SSH_OPTIONS_USER, &user);
+  std::string who = user ? user : "?";
+  ssh_string_free_char(user);
+  std::string tried = "ssh-agent and the default keys";
+  if (!file.empty()) {
+    if (!have_file) {
+      tried = "ssh-agent; identity file " + tilde(file) + " does not exist";
+    } else if (options_.ssh.identities_only && file_loaded) {
+      tried = tilde(file) + " only";
+    } else {
+      tried = tilde(file) + (file_loaded ? ", then ssh-agent" : " (could not load it: a passphrase? then ssh-agent)");
+    }
+  }
+  return TransportError{ErrorKind::auth,
+                        fmt::format("authentication as '{}' refused (tried {}) — is the public key in ~{}/.ssh/"
+                                    "authorized_keys on the worker?",
+                                    who, tried, who)};
 }
 
 std::optional<TransportError> SshTransport::verify_host_key(ssh_session s, const Worker& worker) {
   if (options_.ssh.host_key_policy == HostKeyPolicy::off) return std::nullopt;
-  // gcloud pods: a key gcloud recorded under the worker's HostKeyAlias
-  // decides. Nothing there (or only other key types): the address check follows.
+  // gcloud pods: the worker's HostKeyAlias alone decides, as for gcloud's own
+  // ssh (HostKeyAlias, CheckHostIP=no). Addresses are never consulted nor
+  // recorded: a recreated TPU VM reuses them with new keys and a new alias.
   if (!worker.host_key_alias.empty() && !options_.ssh.alias_known_hosts.empty()) {
-    const AliasKeyCheck alias = check_server_alias_key(s, options_.ssh.alias_known_hosts, worker.host_key_alias);
-    if (alias.kind == AliasKeyCheck::match) return std::nullopt;
-    if (alias.kind == AliasKeyCheck::mismatch) {
-      return TransportError{
-          ErrorKind::hostkey,
-          fmt::format("host key differs from the one gcloud recorded for {} ({}:{}) — if the TPU VM was "
-                      "recreated, remove that line and run `tpurun hostkeys --import`; otherwise someone may be "
-                      "intercepting the connection",
-                      worker.host_key_alias, tilde(alias.line.file), alias.line.line)};
+    const std::string& file = options_.ssh.alias_known_hosts;
+    const AliasKeyCheck alias = check_server_alias_key(s, file, worker.host_key_alias);
+    switch (alias.kind) {
+      case AliasKeyCheck::match:
+        return std::nullopt;
+      case AliasKeyCheck::mismatch:
+        return TransportError{
+            ErrorKind::hostkey,
+            fmt::format("host key differs from the one gcloud recorded for {} ({}:{}) — if the TPU VM was "
+                        "recreated, remove that line and run `tpurun hostkeys --import`; otherwise someone may be "
+                        "intercepting the connection",
+                        worker.host_key_alias, tilde(alias.line.file), alias.line.line)};
+      case AliasKeyCheck::unknown:
+        if (options_.ssh.host_key_policy == HostKeyPolicy::strict) {
+          return TransportError{ErrorKind::hostkey,
+                                fmt::format("host key not known: gcloud has recorded none for {} in {} and "
+                                            "host_key_policy is strict — run `tpurun hostkeys --import`",
+                                            worker.host_key_alias, tilde(file))};
+        }
+        return record_alias_key(s, worker.host_key_alias);
     }
   }
   const std::string name = known_hosts_name(worker.host, worker.port);
@@ -159,6 +195,31 @@ std::optional<TransportError> SshTransport::verify_host_key(ssh_session s, const
       break;
   }
   return TransportError{ErrorKind::hostkey, fmt::format("cannot check the host key: {}", ssh_get_error(s))};
+}
+
+// accept-new on a gcloud pod: the key goes under the worker's alias, the way
+// gcloud files it ("ALIAS TYPE BASE64"), never under the address.
+std::optional<TransportError> SshTransport::record_alias_key(ssh_session s, const std::string& alias) {
+  ssh_key server = nullptr;
+  if (ssh_get_server_publickey(s, &server) != SSH_OK) {
+    return TransportError{ErrorKind::hostkey, fmt::format("cannot read the host key: {}", ssh_get_error(s))};
+  }
+  char* base64 = nullptr;
+  const int exported = ssh_pki_export_pubkey_base64(server, &base64);
+  const std::string type = ssh_key_type_to_char(ssh_key_type(server)) ? ssh_key_type_to_char(ssh_key_type(server)) : "";
+  ssh_key_free(server);
+  if (exported != SSH_OK || base64 == nullptr || type.empty()) {
+    ssh_string_free_char(base64);
+    return TransportError{ErrorKind::hostkey, "cannot export the host key to record it"};
+  }
+  const std::string line = alias + " " + type + " " + base64 + "\n";
+  ssh_string_free_char(base64);
+  std::lock_guard lock(known_hosts_write_);
+  if (auto error = append_known_host(options_.ssh.alias_known_hosts, line)) {
+    return TransportError{ErrorKind::hostkey, fmt::format("cannot record the new host key in {}: {}",
+                                                          tilde(options_.ssh.alias_known_hosts), *error)};
+  }
+  return std::nullopt;
 }
 
 std::optional<TransportError> SshTransport::record_host_key(ssh_session s) {

@@ -75,6 +75,7 @@ TEST_F(LocalScriptsTest, ScanFindsTheJobAndItsChildWithRunId) {
   ASSERT_TRUE(results[0].scan) << results[0].error;
   const LockScan& scan = *results[0].scan;
   EXPECT_EQ(scan.caller_uid, static_cast<int>(getuid()));
+  EXPECT_EQ(scan.caller_gid, static_cast<int>(getgid()));  // stage compares both with the dev VM's
   std::vector<int> pids;
   for (const ScannedProcess& p : scan.holders) {
     pids.push_back(p.pid);

@@ -1,0 +1,70 @@
+#include "pod/config_init.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace tpurun {
+namespace {
+
+std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
+
+void collect_targets(const nlohmann::json& list, std::vector<std::string>& out) {
+  if (!list.is_array()) return;
+  for (const auto& fs : list) {
+    if (!fs.is_object()) continue;
+    if (auto t = fs.find("target"); t != fs.end() && t->is_string()) out.push_back(t->get<std::string>());
+    if (auto kids = fs.find("children"); kids != fs.end()) collect_targets(*kids, out);
+  }
+}
+
+}  // namespace
+
+std::vector<TpuNode> parse_tpu_list_nodes(const std::string& json_text) {
+  auto doc = nlohmann::json::parse(json_text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_array()) throw std::runtime_error("gcloud did not print a JSON array");
+  std::vector<TpuNode> nodes;
+  for (const auto& node : doc) {
+    if (node.is_object()) nodes.push_back(parse_tpu_node(node.dump(), true));
+  }
+  return nodes;
+}
+
+std::vector<std::string> parse_findmnt_targets(const std::string& json_text) {
+  std::vector<std::string> out;
+  auto doc = nlohmann::json::parse(json_text, nullptr, false);
+  if (!doc.is_discarded() && doc.is_object()) collect_targets(doc.value("filesystems", nlohmann::json()), out);
+  return out;
+}
+
+std::string init_config_text(const InitChoices& c) {
+  std::string def;
+  for (const TpuNode& t : c.tpus) {
+    if (def.empty() && t.ready()) def = t.name;
+  }
+  if (def.empty() && !c.tpus.empty()) def = c.tpus.front().name;
+  std::string text = fmt::format(
+      "// Written by `tpurun init` from `gcloud compute tpus tpu-vm list --zone {}{}`.\n"
+      "// Every key is described in docs/config.md; `tpurun doctor` checks that it works.\n"
+      "{{\n  \"default_pod\": {},\n  \"pods\": {{\n",
+      c.zone, c.project.empty() ? "" : " --project " + c.project, json_string(def));
+  std::string roots = fmt::format("      // On the shared mount {}: every worker must see it at the same path.\n"
+                                  "      \"staging_root\": {},\n      \"logs_root\": {},\n",
+                                  c.shared, json_string(c.shared + "/tpurun/staging"),
+                                  json_string(c.shared + "/tpurun/logs"));
+  for (const std::string& other : c.other_mounts) roots += "      // (another NFS mount here: " + other + ")\n";
+  for (size_t i = 0; i < c.tpus.size(); ++i) {
+    const TpuNode& t = c.tpus[i];
+    text += fmt::format("    // {}, {} worker{}, {} when listed\n", t.accelerator_type.empty() ? "TPU VM" : t.accelerator_type,
+                        t.workers.size(), t.workers.size() == 1 ? "" : "s", t.state.empty() ? "state unknown" : t.state);
+    text += fmt::format("    {}: {{\n      \"gcloud\": {{ \"name\": {}, \"zone\": {}{} }},\n", json_string(t.name),
+                        json_string(t.name), json_string(c.zone), c.project.empty() ? "" : ", \"project\": " + json_string(c.project));
+    text += roots;
+    text += i + 1 < c.tpus.size() ? "    },\n" : "    }\n";
+  }
+  text += "  }\n}\n";
+  return text;
+}
+
+}  // namespace tpurun
