@@ -67,6 +67,7 @@ struct RunState {
   bool stopped_others = false;               // tpurun stopped the other workers' jobs
   std::string message;                        // what the supervisor is doing or waiting for
   std::vector<Preemption> preemptions;        // in order
+  std::string stalled_since;  // ISO 8601 while the run is stalled (every worker at 0% and no new log line)
   SupervisorInfo supervisor;
   std::string updated_at;
 };
