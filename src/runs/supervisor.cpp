@@ -13,6 +13,7 @@
 #include "tpurun/run_env.hpp"
 #include "tpurun/tpu_kill.hpp"
 #include "runs/stall.hpp"
+#include "tpurun/claims.hpp"
 
 #include <filesystem>
 #include <system_error>
@@ -27,8 +28,8 @@ long long now_unix() { return std::chrono::duration_cast<std::chrono::seconds>(C
 // A compact fingerprint of what the follower shows, so state.json is rewritten
 // on a change or for the heartbeat, not every poll.
 std::string fingerprint(const RunState& s) {
-  std::string f = fmt::format("{}|{}|{}|{}|{}|", to_string(s.verdict), s.attempt, s.stopped_others, s.message,
-                              s.stalled_since);
+  std::string f = fmt::format("{}|{}|{}|{}|{}|{}|", to_string(s.verdict), s.attempt, s.stopped_others, s.message,
+                              s.stalled_since, s.idle_since);
   for (const WorkerStatus& w : s.workers) f += fmt::format("{}:{}:{}:{};", w.worker, to_string(w.state), w.pid.value_or(0), w.detail);
   return f;
 }
@@ -122,7 +123,16 @@ class Supervisor {
     const bool grew = bytes != log_bytes_;
     log_bytes_ = bytes;
     const auto now = Clock::now();
-    const auto since = stall_.observe(gang_idle(*round), grew, now);
+    const std::optional<bool> idle = gang_idle(*round);
+    // The board's idle time: the chips alone, whatever the logs say.
+    if (idle != true && !idle_since_.empty()) {
+      idle_since_.clear();
+      publish_idle(std::nullopt);
+    } else if (idle == true && idle_since_.empty()) {
+      idle_since_ = iso8601_utc(now);
+      publish_idle(now);
+    }
+    const auto since = stall_.observe(idle, grew, now);
     if (!since) {
       if (!stalled_since_.empty()) say("the run is active again (a chip above 0% or a new log line)");
       stalled_since_.clear();
@@ -137,6 +147,19 @@ class Supervisor {
     if (setup_.record.on_stall != "report") monitor_.stalled(now, detail, setup_.record.on_stall == "restart");
   }
 
+  // The board's mark (run dirs are private; the board is for the team).
+  void publish_idle(std::optional<Clock::time_point> since) {
+    if (setup_.pod.logs_root.empty()) return;
+    try {
+      Board board(setup_.pod.logs_root);
+      if (since) board.mark_idle(setup_.record.run_id, setup_.record.user, *since);
+      else board.clear_idle(setup_.record.run_id);
+    } catch (const std::exception& e) {
+      if (!idle_mark_failed_) say(fmt::format("cannot mark the run idle on the board: {}", e.what()));
+      idle_mark_failed_ = true;
+    }
+  }
+
   void say(const std::string& text) {
     fmt::print("{} {}\n", iso8601_utc(Clock::now()), text);
     std::fflush(stdout);
@@ -146,6 +169,7 @@ class Supervisor {
     RunState state = monitor_.state();
     state.message = message_;
     state.stalled_since = stalled_since_;
+    state.idle_since = idle_since_;
     state.supervisor = self_;
     const std::string now_print = fingerprint(state);
     const long long now = now_unix();
@@ -255,6 +279,8 @@ class Supervisor {
     monitor_.begin_attempt(next);
     stall_.reset();
     stalled_since_.clear();
+    if (!idle_since_.empty()) publish_idle(std::nullopt);
+    idle_since_.clear();
     launch_failures_.clear();
     prober->set_jobs({});
     prober->take();
@@ -314,6 +340,8 @@ class Supervisor {
       }
     }
     monitor_.give_up();
+    if (!idle_since_.empty()) publish_idle(std::nullopt);
+    idle_since_.clear();
     const RunState& s = monitor_.state();
     if (s.verdict != RunVerdict::preempted) message_.clear();
     save(true);
@@ -338,6 +366,8 @@ class Supervisor {
   std::unique_ptr<DutyProber> duty_;
   long long log_bytes_ = -1;
   std::string stalled_since_;  // ISO 8601 while stalled
+  std::string idle_since_;     // ISO 8601 while every chip is at 0%
+  bool idle_mark_failed_ = false;
 };
 
 }  // namespace

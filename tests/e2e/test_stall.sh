@@ -3,7 +3,8 @@
 # fake trainer serves them) and its workers' logs. Every worker at 0% duty
 # cycle with no new log line for --stall-after is a stall: `runs` says so
 # (--on-stall report, the default), and --on-stall stop stops the run as a
-# failure. A job that computes, or that prints, is not stalled.
+# failure. A job that computes, or that prints, is not stalled. The board
+# (`status --all`) shows how long an idle run's holder has kept the TPU idle.
 #
 # One-worker pod: until the simulator gives each worker its own loopback, a
 # trainer's metrics service answers every worker's localhost:8431.
@@ -58,6 +59,17 @@ expect_exit 0 b alice runs --no-check
 assert_contains "$OUT" "stalled since"
 assert_contains "$OUT" "(0% duty cycle, no new log line; on stall: report)"
 assert_contains "$(cat "$(log_dir "$run")/supervisor.log")" "stalled: every worker at 0% duty cycle and no new log line since"
+# The board: bob sees alice's idle holding, and for how long (the watcher's idle_since).
+expect_exit 0 b bob status --all
+assert_contains "$OUT" "one  busy"
+assert_contains "$OUT" "alice: python3 train.py --stall --step-time 0.2 [run $run] on w0, "
+grep -Eq ", idle [0-9]+s" <<<"$OUT" || fail "no idle time on the board: $OUT"
+expect_exit 0 b bob status --all --json
+python3 - "$OUT" <<'PY' || fail "status --all --json: $OUT"
+import json, sys
+h = json.loads(sys.argv[1])["pods"][0]["holders"][0]
+assert h["user"] == "alice" and h["idle_since"].endswith("Z"), h
+PY
 expect_exit 0 b alice kill --run "$run"
 wait_run "$run" 'r["verdict"] == "stopped"'
 
@@ -65,6 +77,8 @@ wait_run "$run" 'r["verdict"] == "stopped"'
 busy=$(stage_bg --stall-after 2s -- python3 train.py --forever --step-time 0.3)
 sleep 6
 assert_eq "$(run_field "$busy" 'r["stalled_since"]')" None "a job at 87.5% is not stalled"
+expect_exit 0 b bob status --all
+assert_not_contains "$OUT" "idle" "a busy holder is not idle"
 expect_exit 0 b alice kill --run "$busy"
 wait_run "$busy" 'r["verdict"] == "stopped"'
 quiet_chips=$(stage_bg --stall-after 2s -- python3 train.py --forever --step-time 0.3 --duty-cycle 0)
