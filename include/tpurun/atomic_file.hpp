@@ -14,5 +14,11 @@ void write_file_atomic(const std::string& path, const std::string& text);
 
 // The whole file, or "" when it cannot be read.
 std::string read_small_file(const std::string& path);
+// The same for `name` in the directory `dir_fd` (no symlink followed).
+std::string read_small_file_at(int dir_fd, const std::string& name);
+// The same, with `path`'s directory opened first: on NFS that revalidates
+// the directory (close-to-open), so a file another host created since is
+// found rather than a cached "no such file" (state.json, stop markers).
+std::string read_small_file_fresh(const std::string& path);
 
 }  // namespace tpurun

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,7 +20,14 @@ namespace tpurun {
 
 struct ProbeResult {
   Probe probe = Probe::none;
-  std::string error;  // for unreachable
+  std::string error;              // for unreachable
+  std::optional<int> exit_code;   // the job's exit record, as the worker itself sees it
+};
+
+// What to ask a worker about one job: its pid, and where its exit record goes.
+struct ProbeJob {
+  int pid = 0;
+  std::string exit_path;
 };
 
 class LivenessProber {
@@ -29,14 +37,17 @@ class LivenessProber {
   LivenessProber(const LivenessProber&) = delete;
   LivenessProber& operator=(const LivenessProber&) = delete;
 
-  // The jobs to probe from now on: worker index -> pid (others are not probed).
-  void set_jobs(std::map<int, int> pid_by_worker);
+  // The jobs to probe from now on: worker index -> job (others are not probed).
+  // A job whose pid is gone is reported with its exit record when the worker
+  // sees one: the worker wrote it, so its own view is the authority, whatever
+  // this host's NFS client still has cached (a remembered "no such file").
+  void set_jobs(std::map<int, ProbeJob> jobs);
   // Results that arrived since the last call.
   std::map<int, ProbeResult> take();
 
  private:
   void loop();
-  ProbeResult probe_one(size_t slot, int pid);
+  ProbeResult probe_one(size_t slot, const ProbeJob& job);
 
   Transport& transport_;
   std::vector<Worker> workers_;
@@ -45,7 +56,7 @@ class LivenessProber {
   std::vector<std::unique_ptr<Connection>> connections_;  // by slot; used by one thread at a time
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::map<int, int> jobs_;
+  std::map<int, ProbeJob> jobs_;
   std::map<int, ProbeResult> fresh_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -73,6 +73,10 @@ struct WorkerJob {
 };
 // The job files of one attempt (1-based; see job_file in run_state.hpp).
 WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt = 1);
+// The same for several workers, with the log dir opened (so revalidated on
+// NFS: a file another host made since is found, not a cached "no such file")
+// once for all of them.
+std::vector<WorkerJob> read_worker_jobs(const std::string& log_dir, const std::vector<Worker>& workers, int attempt);
 std::string worker_log_path(const std::string& log_dir, int worker);
 
 }  // namespace tpurun

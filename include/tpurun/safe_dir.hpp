@@ -26,6 +26,8 @@ namespace tpurun {
 constexpr mode_t kPrivateDirMode = 0700;
 // Directories below them; the per-user dir above already keeps others out.
 constexpr mode_t kOwnDirMode = 0755;
+// NFS's anonymous user, which root_squash makes of root on a client.
+constexpr uid_t kSquashedRootUid = 65534;
 
 struct DirProblem {
   enum class Kind {

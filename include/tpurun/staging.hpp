@@ -55,6 +55,7 @@ struct StagedSnapshot {
   std::uint64_t bytes_reused = 0;
   std::size_t files_read = 0;  // files whose content had to be read (stat cache misses)
   std::vector<std::string> notes;  // what was skipped and why (submodules, special files, cache trouble)
+  bool reused = false;             // an existing snapshot of the same tree (nothing written)
 };
 
 struct StageError {

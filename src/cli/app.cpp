@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +25,9 @@
 #include "cli/tensorboard.hpp"
 #include "cli/top.hpp"
 #include "tpurun/config.hpp"
+#include "tpurun/diagnostics.hpp"
 #include "tpurun/suggest.hpp"
+#include "tpurun/version.hpp"
 #include "tpurun/worker_select.hpp"
 #include "transport/real_transport.hpp"
 #include "ui/first_use.hpp"
@@ -104,7 +107,7 @@ int main(int argc, char** argv) {
   app.footer(kFooter);
   app.require_subcommand(1);
   app.fallthrough();  // global flags are accepted after the subcommand too
-  app.set_version_flag("--version", "tpurun 0.1.0");
+  app.set_version_flag("--version", version_line());
 
   std::string config_path, pod_name;
   int verbosity = 0;
@@ -157,6 +160,8 @@ int main(int argc, char** argv) {
     check_subcommand(argc, argv, app);
     app.parse(argc, argv);
     ctx.verbosity = verbosity;
+    init_diagnostics(verbosity);
+    spdlog::debug("{}", version_line());
     ctx.make_transport = [&ctx](const PodConfig& pod) {
       return with_first_use_offer(make_real_transport(pod, ctx.verbosity, ctx.env, ctx.processes), pod, ctx);
     };

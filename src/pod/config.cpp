@@ -40,7 +40,7 @@ std::vector<Worker> read_workers(const ConfigNode& node) {
   for (const ConfigNode& item : node.elements()) {
     auto address = parse_host_port(item.as_string());
     if (!address) item.fail(address.error());
-    workers.push_back(Worker{static_cast<int>(workers.size()), address->host, address->port});
+    workers.push_back(Worker{static_cast<int>(workers.size()), address->host, address->port, "", -1, 0});
   }
   if (workers.empty()) node.fail("a pod needs at least one worker");
   return workers;

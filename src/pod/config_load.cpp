@@ -1,6 +1,9 @@
 // From command-line flags to one pod with workers: where the config file is,
 // which pod is meant, and what gcloud says its workers are.
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -91,7 +94,7 @@ PodConfig local_pod(const Environment& env) {
   PodConfig pod;
   pod.name = "local";
   pod.local = true;
-  pod.workers = {Worker{0, "localhost", 22}};
+  pod.workers = {Worker{0, "localhost", 22, "", -1, 0}};
   pod.ssh = default_ssh_settings(false, env);
   return pod;
 }
@@ -100,7 +103,10 @@ std::vector<Worker> ready_workers(const PodConfig& pod, TpuNode node);
 
 // The workers of a READY TPU VM; TpuUnavailable when it is not READY or gone.
 std::vector<Worker> describe_workers(const PodConfig& pod, ProcessRunner& runner) {
+  const auto start = std::chrono::steady_clock::now();
   TpuNode node = describe_node(pod.name, *pod.gcloud, runner);
+  spdlog::debug("pod '{}': gcloud describe {} took {} ms", pod.name, pod.gcloud->name,
+                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
   return ready_workers(pod, node);
 }
 
@@ -111,6 +117,26 @@ std::vector<Worker> ready_workers(const PodConfig& pod, TpuNode node) {
                              "`: " + node.endpoint_error);
   }
   return node.workers;
+}
+
+// -v: the pod as resolved, so "why did it connect there?" has an answer.
+void log_resolved(const PodConfig& pod, const std::string& from) {
+  if (!spdlog::default_logger_raw()->should_log(spdlog::level::debug)) return;
+  std::string hosts;
+  for (size_t i = 0; i < pod.workers.size() && i < 8; ++i) hosts += (i ? ", " : "") + pod.workers[i].display();
+  if (pod.workers.size() > 8) hosts += ", ...";
+  spdlog::debug("pod '{}' from {}: {} worker(s){}{}", pod.name, from, pod.workers.size(), hosts.empty() ? "" : ": ",
+                hosts);
+  if (pod.local) return;
+  const SshSettings& ssh = pod.ssh;
+  const char* policy = ssh.host_key_policy == HostKeyPolicy::strict ? "strict"
+                       : ssh.host_key_policy == HostKeyPolicy::off  ? "off"
+                                                                    : "accept-new";
+  spdlog::debug("ssh: user {}, key {}, known_hosts {}, host keys {}, connect timeout {}s", ssh.user,
+                ssh.identity_file.empty() ? "(agent, then default keys)" : ssh.identity_file,
+                ssh.known_hosts.empty() ? "(default)" : ssh.known_hosts.front(), policy, ssh.connect_timeout_s);
+  spdlog::debug("staging_root {}, logs_root {}", pod.staging_root.empty() ? "(none)" : pod.staging_root,
+                pod.logs_root.empty() ? "(none)" : pod.logs_root);
 }
 
 // A multi-slice pod's workers: each slice's, described one by one.
@@ -187,6 +213,7 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
     }
     PodConfig pod = local_pod(env);
     apply_overrides(pod, request.overrides, env);
+    log_resolved(pod, "no config file (the pod is this host)");
     return pod;
   }
 
@@ -211,6 +238,7 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   if (pod.ssh.user.empty())
     throw ConfigError(*path, 0,
                       "pod '" + pod.name + "': no SSH user; set \"ssh\": {\"user\": ...} or $USER");
+  log_resolved(pod, *path);
   return pod;
 }
 

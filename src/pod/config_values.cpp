@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tpurun/config.hpp"
+#include "tpurun/parse_double.hpp"
 
 namespace tpurun {
 
@@ -110,10 +111,9 @@ std::optional<std::uint64_t> parse_byte_size(const std::string& s) {
   if (!all_digits(number.substr(0, dot)) ||
       (dot != std::string_view::npos && !all_digits(number.substr(dot + 1))))
     return std::nullopt;
-  double value = 0;
-  if (std::from_chars(number.data(), number.data() + number.size(), value).ec != std::errc())
-    return std::nullopt;
-  double bytes = std::floor(value * it->second);
+  std::optional<double> value = parse_double(number);
+  if (!value) return std::nullopt;
+  double bytes = std::floor(*value * it->second);
   if (!(bytes < 0x1p64)) return std::nullopt;
   return static_cast<std::uint64_t>(bytes);
 }

@@ -7,6 +7,7 @@
 
 #include "jsonc_text.hpp"
 #include "tpurun/config.hpp"
+#include "tpurun/parse_double.hpp"
 
 namespace tpurun::jsonc {
 
@@ -152,9 +153,9 @@ class Parser {
       std::uint64_t u = 0;
       if (std::from_chars(first, last, u).ec == std::errc()) return u;
     }
-    double d = 0;
-    if (std::from_chars(first, last, d).ec != std::errc()) fail_at(start, "number out of range");
-    return d;
+    std::optional<double> d = parse_double(std::string_view(first, static_cast<size_t>(last - first)));
+    if (!d) fail_at(start, "number out of range");
+    return *d;
   }
 
   bool digits() {

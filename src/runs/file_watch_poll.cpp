@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 
 #include "tpurun/file_watch.hpp"
@@ -60,6 +61,7 @@ class PollWatch : public FileWatch {
   // one schedule, are checked in one pass rather than one wakeup each).
   std::vector<int> check_due(Clock::time_point now) {
     std::vector<int> changed;
+    revalidated_ = false;
     const auto soon = now + backoff_.fastest / 2;
     for (size_t i = 0; i < files_.size(); ++i) {
       File& f = files_[i];
@@ -75,14 +77,25 @@ class PollWatch : public FileWatch {
 
   // AT_STATX_FORCE_SYNC: on NFS, ask the server rather than the attribute
   // cache (which can be a minute old for a quiet file); local filesystems ignore it.
-  Seen look(const std::string& name) const {
+  // A file that is not there may be a cached "no such file": FORCE_SYNC does
+  // not clear that, but an open() of the directory does (NFS close-to-open
+  // checks the directory, and a changed one drops its cached lookups). So
+  // once per pass that meets a missing file, the directory is opened by path.
+  Seen look(const std::string& name) {
     struct statx st {};
     const int dir = dir_fd_ ? dir_fd_.get() : AT_FDCWD;
     const std::string path = dir_fd_ ? name : dir_ + "/" + name;
-    if (::statx(dir, path.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC, STATX_INO | STATX_SIZE | STATX_MTIME,
-                &st) != 0) {
-      return Seen{};
+    auto stat = [&] {
+      return ::statx(dir, path.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
+                     STATX_INO | STATX_SIZE | STATX_MTIME, &st) == 0;
+    };
+    bool found = stat();
+    if (!found && errno == ENOENT && !revalidated_) {
+      revalidated_ = true;
+      UniqueFd reopened(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+      found = stat();
     }
+    if (!found) return Seen{};
     return Seen{true, st.stx_ino, st.stx_size,
                 static_cast<std::int64_t>(st.stx_mtime.tv_sec) * 1'000'000'000 + st.stx_mtime.tv_nsec};
   }
@@ -91,6 +104,7 @@ class PollWatch : public FileWatch {
   UniqueFd dir_fd_;
   BackoffOptions backoff_;
   std::vector<File> files_;
+  bool revalidated_ = false;  // the directory was opened again in this pass
 };
 
 }  // namespace

@@ -1,9 +1,9 @@
 #include "tpurun/gang.hpp"
 
-#include <cstring>
 #include <fmt/format.h>
 
 #include "tpurun/run_record.hpp"
+#include "tpurun/signal_name.hpp"
 
 namespace tpurun {
 namespace {
@@ -13,15 +13,10 @@ bool ended(WorkerState s) {
          s == WorkerState::stopped;
 }
 
-std::string signal_name(int number) {
-  const char* abbrev = sigabbrev_np(number);
-  return abbrev ? abbrev : std::to_string(number);
-}
-
 }  // namespace
 
 std::string describe_exit(int code) {
-  if (code > 128 && code < 128 + 65) return fmt::format("killed by SIG{}", signal_name(code - 128));
+  if (code > 128 && code < 128 + 65) return fmt::format("killed by SIG{}", signal_abbrev(code - 128));
   return fmt::format("exited {}", code);
 }
 
@@ -57,7 +52,7 @@ void GangMonitor::note_failure(const WorkerStatus& w, Time now, std::optional<Ti
   } else if (w.exit_code && *w.exit_code > 128 && *w.exit_code < 128 + 65) {
     f.how = "signal";
     f.exit_code = *w.exit_code;
-    f.signal = signal_name(*w.exit_code - 128);
+    f.signal = signal_abbrev(*w.exit_code - 128);
   } else {
     f.how = "exit";
     f.exit_code = w.exit_code.value_or(1);

@@ -16,7 +16,8 @@ namespace {
 // variables, `job_env` (export lines, values quoted: the --env values live
 // only there and in the job's environment, never in an argv) and "$@" (the
 // command). Layout of the processes it leaves behind:
-//   wrapper  (setsid: own session, no TPURUN_* env, so `tpurun kill` spares it)
+//   wrapper  (setsid: own session, no TPURUN_* env, so `tpurun kill` spares it;
+//             perl relaying the job's output to the log, else sh)
 //     └ job  (setsid again: pid = pgid = sid; what `tpurun kill` signals)
 // The wrapper waits for the job and records its exit code, even when the job
 // is killed by a signal, so the log dir always says how each worker ended.
@@ -48,17 +49,21 @@ if [ "$max_attempts" -gt 1 ]; then
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$log"
 fi
 export pidf exitf job_env
-setsid sh -c '
-  trap ":" HUP INT TERM
-  ( eval "$job_env"; unset job_env pidf exitf; exec setsid "$@" ) &
-  job=$!
-  echo "$job $job" > "$pidf.tmp$$" && mv -f "$pidf.tmp$$" "$pidf"
-  while :; do
-    wait "$job"; code=$?
-    kill -0 "$job" 2>/dev/null || break
-  done
-  echo "$code" > "$exitf.tmp$$" && mv -f "$exitf.tmp$$" "$exitf"
-' tpurun-wrapper "$@" </dev/null >>"$log" 2>&1 &
+if command -v perl >/dev/null 2>&1; then
+  setsid perl -e "$relay_wrapper" "$log" "$pidf" "$exitf" "$@" </dev/null >>"$log" 2>&1 &
+else
+  setsid sh -c '
+    trap ":" HUP INT TERM
+    ( eval "$job_env"; unset job_env pidf exitf; exec setsid "$@" ) &
+    job=$!
+    echo "$job $job" > "$pidf.tmp$$" && mv -f "$pidf.tmp$$" "$pidf"
+    while :; do
+      wait "$job"; code=$?
+      kill -0 "$job" 2>/dev/null || break
+    done
+    echo "$code" > "$exitf.tmp$$" && mv -f "$exitf.tmp$$" "$exitf"
+  ' tpurun-wrapper "$@" </dev/null >>"$log" 2>&1 &
+fi
 tries=0
 while [ ! -s "$pidf" ]; do
   tries=$((tries + 1))
@@ -68,6 +73,60 @@ done
 read -r pid _ < "$pidf"
 echo "TPURUN-LAUNCHED $pid"
 )SH";
+
+// The wrapper, where perl is (perl-base is Essential on Debian and Ubuntu):
+// the job's output reaches the log through a pipe, and the wrapper fsyncs
+// the log within a second of new output (at once when the job pauses). On
+// NFS a writer's data otherwise stays in its client's cache until close,
+// fsync or writeback (about 30 s), so lines would reach the dev VM late.
+// Bytes pass verbatim (\r, long lines: the follower's rules apply). Once the
+// job has exited and its output is drained (EOF, or 0.2 s quiet while a
+// child of the job still holds the pipe), the exit record is written; such a
+// child's later output is still relayed until it closes the pipe. Args:
+// LOG PIDFILE EXITFILE COMMAND...; job_env (exported) is evaluated in the
+// job's shell only.
+constexpr const char* kRelayWrapper = R"PL(
+use strict; use warnings; use POSIX (); use IO::Handle;
+my ($log, $pidf, $exitf, @cmd) = @ARGV;
+$SIG{$_} = "IGNORE" for qw(HUP INT TERM PIPE);
+sub put { my ($p, $t) = @_; my $tmp = "$p.tmp$$";
+  open(my $f, ">", $tmp) or return; print $f $t; close($f) and rename($tmp, $p); }
+open(my $out, ">>", $log) or die "tpurun: cannot open $log: $!\n";
+binmode $out;
+pipe(my $r, my $w) or die "tpurun: pipe: $!\n";
+my $job = fork;
+die "tpurun: fork: $!\n" unless defined $job;
+if ($job == 0) {
+  $SIG{$_} = "DEFAULT" for qw(HUP INT TERM PIPE);
+  close $r; close $out;
+  open(STDIN, "<", "/dev/null"); open(STDOUT, ">&", $w); open(STDERR, ">&", $w); close $w;
+  { exec("sh", "-c", q{eval "$job_env"; unset job_env pidf exitf; exec setsid "$@"}, "tpurun-job", @cmd) }
+  POSIX::_exit(127);
+}
+close $w;
+put($pidf, "$job $job\n");
+my $rin = ""; vec($rin, fileno($r), 1) = 1;
+my ($dirty, $synced, $code, $eof) = (0, time, undef, 0);
+for (;;) {
+  if (!defined $code and waitpid($job, POSIX::WNOHANG()) == $job) {
+    $code = ($? & 127) ? 128 + ($? & 127) : $? >> 8;
+  }
+  my $n = select(my $ready = $rin, undef, undef, defined $code || $dirty ? 0.2 : 0.5);
+  if ($n > 0) {
+    my $got = sysread($r, my $buf, 65536);
+    if ($got) { syswrite($out, $buf); $dirty = 1; } elsif (defined $got) { $eof = 1; }
+  }
+  if ($dirty and ($n <= 0 or time != $synced)) { $out->sync; $dirty = 0; $synced = time; }
+  last if defined $code and ($eof or $n <= 0);
+}
+$out->sync;
+put($exitf, "$code\n");
+while (!$eof) {
+  my $got = sysread($r, my $buf, 65536);
+  last unless $got;
+  syswrite($out, $buf); $out->sync;
+}
+)PL";
 
 std::string export_line(const std::string& key, const std::string& value) {
   return "export " + key + "=" + shell_quote(value) + "\n";
@@ -97,6 +156,7 @@ RemoteCommand launch_command(const LaunchSpec& spec, const Worker& worker) {
   script << "pidf=" << shell_quote(job_file(spec.log_dir, worker.index, spec.attempt, "pid")) << "\n";
   script << "exitf=" << shell_quote(job_file(spec.log_dir, worker.index, spec.attempt, "exit")) << "\n";
   script << "job_env=" << shell_quote(job_env) << "\n";
+  script << "relay_wrapper=" << shell_quote(kRelayWrapper) << "\n";
   script << "set -- " << shell_join(spec.command) << "\n";
   script << kLauncherBody;
   return {"exec sh -s", script.str()};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tpurun/fanout.hpp"
+#include "tpurun/shell_quote.hpp"
 
 namespace tpurun {
 
@@ -19,9 +20,9 @@ LivenessProber::~LivenessProber() {
   thread_.join();
 }
 
-void LivenessProber::set_jobs(std::map<int, int> pid_by_worker) {
+void LivenessProber::set_jobs(std::map<int, ProbeJob> jobs) {
   std::lock_guard lock(mutex_);
-  jobs_ = std::move(pid_by_worker);
+  jobs_ = std::move(jobs);
 }
 
 std::map<int, ProbeResult> LivenessProber::take() {
@@ -29,34 +30,45 @@ std::map<int, ProbeResult> LivenessProber::take() {
   return std::exchange(fresh_, {});
 }
 
-ProbeResult LivenessProber::probe_one(size_t slot, int pid) {
+ProbeResult LivenessProber::probe_one(size_t slot, const ProbeJob& job) {
   const CancelToken cancel(&stop_);
   auto& conn = connections_[slot];
   if (!conn) {
     auto fresh = transport_.connect(workers_[slot], cancel);
-    if (!fresh) return {Probe::unreachable, fresh.error().message};
+    if (!fresh) return {Probe::unreachable, fresh.error().message, std::nullopt};
     conn = std::move(*fresh);
   }
   CaptureSink sink;
-  RemoteCommand probe{fmt::format("if [ -d /proc/{} ]; then echo alive; else echo dead; fi", pid), "", 15000};
+  // "exited N": the wrapper on this worker wrote the record, through this
+  // worker's own NFS client, so the worker sees it at once.
+  RemoteCommand probe{fmt::format("if [ -d /proc/{} ]; then echo alive; elif [ -s {} ]; then printf 'exited '; "
+                                  "cat {}; else echo dead; fi",
+                                  job.pid, shell_quote(job.exit_path), shell_quote(job.exit_path)),
+                      "", 15000};
   auto exit = conn->run(probe, sink, cancel);
   if (!exit) {
     conn.reset();  // reconnect next time
-    return {Probe::unreachable, exit.error().message};
+    return {Probe::unreachable, exit.error().message, std::nullopt};
   }
-  if (sink.out.rfind("alive", 0) == 0) return {Probe::alive, ""};
-  if (sink.out.rfind("dead", 0) == 0) return {Probe::dead, ""};
-  return {Probe::none, ""};
+  if (sink.out.rfind("alive", 0) == 0) return {Probe::alive, "", std::nullopt};
+  if (sink.out.rfind("exited ", 0) == 0) {
+    try {
+      return {Probe::dead, "", std::stoi(sink.out.substr(7))};
+    } catch (const std::exception&) {
+    }
+  }
+  if (sink.out.rfind("dead", 0) == 0) return {Probe::dead, "", std::nullopt};
+  return {Probe::none, "", std::nullopt};
 }
 
 void LivenessProber::loop() {
   while (!stop_) {
-    std::map<int, int> jobs;
+    std::map<int, ProbeJob> jobs;
     {
       std::lock_guard lock(mutex_);
       jobs = jobs_;
     }
-    std::vector<std::pair<size_t, int>> todo;  // slot, pid
+    std::vector<std::pair<size_t, ProbeJob>> todo;  // slot, job
     for (size_t i = 0; i < workers_.size(); ++i) {
       auto it = jobs.find(workers_[i].index);
       if (it != jobs.end()) todo.emplace_back(i, it->second);

@@ -87,6 +87,9 @@ int start_watcher(const RunRecord& run, Context& ctx) {
     args.push_back("--config");
     args.push_back(std::filesystem::absolute(*config).string());
   }
+  // -v: the watcher's diagnostics go to supervisor.log, which the follower
+  // shows; never -vv's libssh log, which would fill the shared mount.
+  if (ctx.verbosity > 0) args.push_back("-v");
   args.insert(args.end(), {"--pod", run.pod, "_supervise", run.log_dir});
   auto pid = spawn_detached_self(args, run.log_dir + "/supervisor.log");
   if (!pid) throw std::runtime_error("cannot start the run's watcher: " + pid.error());

@@ -21,6 +21,7 @@
 #include "tpurun/run_state.hpp"
 #include "tpurun/safe_dir.hpp"
 #include "tpurun/suggest.hpp"
+#include "tpurun/unique_fd.hpp"
 
 namespace fs = std::filesystem;
 
@@ -235,22 +236,51 @@ std::string worker_log_path(const std::string& log_dir, int worker) {
   return fmt::format("{}/worker{}.log", log_dir, worker);
 }
 
-WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt) {
+namespace {
+
+WorkerJob job_from(int worker, const std::string& pid_file, const std::string& exit_file) {
   WorkerJob job;
   job.worker = worker;
-  std::istringstream pid_text(read_small_file(job_file(log_dir, worker, attempt, "pid")));
+  std::istringstream pid_text(pid_file);
   int pid = 0;
   if (pid_text >> pid) {
     job.pid = pid;
     job.state = JobState::running;
   }
-  std::istringstream exit_text(read_small_file(job_file(log_dir, worker, attempt, "exit")));
+  std::istringstream exit_text(exit_file);
   int code = 0;
   if (exit_text >> code) {
     job.exit_code = code;
     job.state = JobState::exited;
   }
   return job;
+}
+
+std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+}  // namespace
+
+WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt) {
+  return job_from(worker, read_small_file(job_file(log_dir, worker, attempt, "pid")),
+                  read_small_file(job_file(log_dir, worker, attempt, "exit")));
+}
+
+std::vector<WorkerJob> read_worker_jobs(const std::string& log_dir, const std::vector<Worker>& workers, int attempt) {
+  std::vector<WorkerJob> jobs;
+  // open() of the dir is NFS's close-to-open check of it: a changed dir drops
+  // the cached lookups (found or not) under it.
+  UniqueFd dir(::open(log_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (const Worker& w : workers) {
+    const std::string pid = job_file(log_dir, w.index, attempt, "pid");
+    const std::string exit = job_file(log_dir, w.index, attempt, "exit");
+    if (!dir) {
+      jobs.push_back(job_from(w.index, read_small_file(pid), read_small_file(exit)));
+    } else {
+      jobs.push_back(job_from(w.index, read_small_file_at(dir.get(), base_name(pid)),
+                              read_small_file_at(dir.get(), base_name(exit))));
+    }
+  }
+  return jobs;
 }
 
 }  // namespace tpurun

@@ -1,5 +1,6 @@
 #include "tpurun/run_state.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include "tpurun/atomic_file.hpp"
 #include "tpurun/run_record.hpp"
+#include "tpurun/unique_fd.hpp"
 
 namespace tpurun {
 namespace {
@@ -99,7 +101,7 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
 }
 
 std::optional<RunState> read_run_state(const std::string& log_dir) {
-  std::string text = read_small_file(log_dir + "/state.json");
+  std::string text = read_small_file_fresh(log_dir + "/state.json");
   if (text.empty()) return std::nullopt;
   try {
     auto doc = nlohmann::json::parse(text);
@@ -181,9 +183,13 @@ bool run_is_active(const std::string& log_dir) {
 
 std::string stop_marker_path(const std::string& log_dir) { return log_dir + "/stop"; }
 
+// `tpurun kill` may write the marker from another host: the log dir is
+// opened first so that NFS revalidates it instead of trusting a cached miss.
 bool stop_requested(const std::string& log_dir) {
   struct stat st{};
-  return ::lstat(stop_marker_path(log_dir).c_str(), &st) == 0;
+  UniqueFd dir(::open(log_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return ::lstat(stop_marker_path(log_dir).c_str(), &st) == 0;
+  return ::fstatat(dir.get(), "stop", &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 std::string job_file(const std::string& log_dir, int worker, int attempt, const char* ext) {

@@ -121,8 +121,13 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   }
   StagedRun run;
   run.staged = snapshot(plan, ctx, printer);
-  printer.note(fmt::format("staged {} files ({}, {} reused) → {}", run.staged.files, human_size(run.staged.bytes),
-                           human_size(run.staged.bytes_reused), run.staged.dir));
+  if (run.staged.reused) {
+    printer.note(fmt::format("unchanged since snapshot {}: reusing it ({} files, {}; nothing written) → {}",
+                             run.staged.name, run.staged.files, human_size(run.staged.bytes), run.staged.dir));
+  } else {
+    printer.note(fmt::format("staged {} files ({}, {} reused) → {}", run.staged.files, human_size(run.staged.bytes),
+                             human_size(run.staged.bytes_reused), run.staged.dir));
+  }
 
   run.record = make_record(plan, run.staged);
   write_run_record(run.record, run.staged.git.diff);

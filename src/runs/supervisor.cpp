@@ -2,11 +2,11 @@
 
 
 #include <algorithm>
-#include <cstdio>
 #include <fmt/format.h>
 #include <memory>
 #include <thread>
 
+#include "tpurun/diagnostics.hpp"
 #include "tpurun/gang.hpp"
 #include "tpurun/launch.hpp"
 #include "tpurun/liveness.hpp"
@@ -160,10 +160,7 @@ class Supervisor {
     }
   }
 
-  void say(const std::string& text) {
-    fmt::print("{} {}\n", iso8601_utc(Clock::now()), text);
-    std::fflush(stdout);
-  }
+  void say(const std::string& text) { watcher_log().info(text); }
 
   void save(bool force) {
     RunState state = monitor_.state();
@@ -188,16 +185,21 @@ class Supervisor {
     const int attempt = monitor_.state().attempt;
     auto probes = prober.take();
     std::vector<WorkerSample> samples;
-    std::map<int, int> to_probe;
-    for (const Worker& w : workers_) {
-      WorkerJob job = read_worker_job(setup_.record.log_dir, w.index, attempt);
+    std::map<int, ProbeJob> to_probe;
+    const std::vector<WorkerJob> jobs = read_worker_jobs(setup_.record.log_dir, workers_, attempt);
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      const Worker& w = workers_[i];
+      const WorkerJob& job = jobs[i];
       WorkerSample s{w.index, job.pid, job.exit_code, Probe::none, ""};
       if (auto it = probes.find(w.index); it != probes.end() && !job.exit_code) {
         s.probe = it->second.probe;
         s.probe_error = it->second.error;
+        // This host may still have "no such file" cached for the exit record
+        // (NFS): the worker's word counts, so a finished job is never lost.
+        if (it->second.exit_code) s.exit_code = it->second.exit_code;
       }
       if (auto it = launch_failures_.find(w.index); it != launch_failures_.end()) s.exit_code = it->second;
-      if (job.pid && !job.exit_code) to_probe[w.index] = *job.pid;
+      if (job.pid && !s.exit_code) to_probe[w.index] = {*job.pid, job_file(setup_.record.log_dir, w.index, attempt, "exit")};
       samples.push_back(s);
     }
     prober.set_jobs(std::move(to_probe));
@@ -272,7 +274,7 @@ class Supervisor {
     }
     move_to(check.workers, prober);
     LaunchSpec spec{setup_.record.run_id, setup_.record.log_dir, setup_.record.staged_dir, setup_.record.command,
-                    setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts};
+                    setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts, std::nullopt};
     if (spec.num_workers == 0) spec.num_workers = static_cast<int>(setup_.record.workers.size());
     spec.slices = setup_.record.megascale;
     if (spec.slices && !workers_.empty()) spec.slices->coordinator = workers_.front().host;  // slice 0's worker 0

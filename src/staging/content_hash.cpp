@@ -1,10 +1,15 @@
 #include "staging/content_hash.hpp"
 
+// libxxhash >= 0.8.1 picks SSE2, AVX2 or AVX-512 at run time; an inlined copy
+// is stuck with the SSE2 of a generic -O2 build (hashing is ~5% of a fresh
+// stage). The portable build (scripts/package) and older libxxhash inline it:
+// TPURUN_HAVE_XXHASH_DISPATCH comes from scripts/packaging/features.cmake.
+#ifdef TPURUN_HAVE_XXHASH_DISPATCH
 #include <xxhash.h>
-#if defined(__x86_64__) || defined(__i386__)
-// libxxhash picks SSE2, AVX2 or AVX-512 at run time; an inlined copy would be
-// stuck with the SSE2 of a generic -O2 build (hashing is ~5% of a fresh stage).
 #include <xxh_x86dispatch.h>
+#else
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 #endif
 
 namespace tpurun::staging {

@@ -27,6 +27,7 @@ std::vector<std::string> list_names(int dir_fd) {
   std::vector<std::string> names;
   DIR* dir = ::fdopendir(::dup(dir_fd));
   if (dir == nullptr) return names;
+  ::rewinddir(dir);  // the dup shares its offset with dir_fd: an earlier listing left it at the end
   while (dirent* entry = ::readdir(dir)) {
     if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
       names.emplace_back(entry->d_name);
@@ -109,6 +110,20 @@ class Collector {
       }
     }
     if (request_.dry_run) report_.bytes_freed += doomed_.unshared_bytes();
+    if (!request_.dry_run) tree_links();
+  }
+
+  // The index of snapshots by tree (".tree-<hash>" -> name): links to a
+  // snapshot that is gone are dropped.
+  void tree_links() {
+    for (const std::string& name : list_names(user_fd_)) {
+      if (!name.starts_with(".tree-")) continue;
+      char target[256] = {};
+      const ssize_t n = ::readlinkat(user_fd_, name.c_str(), target, sizeof target - 1);
+      struct stat st {};
+      if (n > 0 && ::fstatat(user_fd_, target, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) continue;
+      ::unlinkat(user_fd_, name.c_str(), 0);
+    }
   }
 
   void object_temps(int objects_fd) {

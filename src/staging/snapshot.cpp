@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <climits>
 #include <cstdlib>
 #include <optional>
@@ -130,6 +131,64 @@ Result<Listing, StageError> list_project(const SnapshotRequest& request, int sou
   return Listing{std::move(*git), std::move(*source)};
 }
 
+// Where the workers find a snapshot: the staging root as configured, not as
+// this host resolves it (the dev VM may reach the share through a symlink or
+// another mount point than the workers).
+std::string snapshot_path(const SnapshotRequest& request, const std::string& name) {
+  std::string root = std::filesystem::path(request.staging_root).lexically_normal().string();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root + "/" + request.user + "/" + name;
+}
+
+// An index of the user's snapshots by tree hash: ".tree-<hash>", a symlink
+// whose text is the snapshot's name (never followed; the name is checked).
+std::string tree_link(const std::string& hash) { return ".tree-" + hash; }
+
+void remember_tree(int user_fd, const std::string& hash, const std::string& name) {
+  const std::string temp = tree_link(hash) + ".tmp-" + std::to_string(::getpid());
+  ::unlinkat(user_fd, temp.c_str(), 0);
+  if (::symlinkat(name.c_str(), user_fd, temp.c_str()) != 0) return;  // only an index: staging still worked
+  if (::renameat(user_fd, temp.c_str(), user_fd, tree_link(hash).c_str()) != 0) ::unlinkat(user_fd, temp.c_str(), 0);
+}
+
+// Unchanged code: every file's content is known from the stat cache, and
+// their tree is a snapshot the user already has. On NFS a snapshot costs a
+// create or a link per file, each a round trip; this costs three. The
+// snapshot is read-only, so a job of the new run sees exactly what it would
+// have in a new one; its time is touched so that gc counts this use.
+std::optional<StagedSnapshot> reuse_unchanged(const SnapshotRequest& request, const SafeDir& user_dir,
+                                              const std::vector<SourceFile>& files,
+                                              const std::vector<std::optional<ContentHash>>& known,
+                                              const std::string& sha) {
+  std::vector<ContentHash> hashes(files.size());
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (files[i].symlink) continue;
+    if (!known[i]) return std::nullopt;
+    hashes[i] = *known[i];
+    bytes += files[i].stamp.size;
+  }
+  const std::string hash = tree_hash(files, hashes).hex();
+  char target[256] = {};
+  const ssize_t n = ::readlinkat(user_dir.fd.get(), tree_link(hash).c_str(), target, sizeof target - 1);
+  if (n <= 0) return std::nullopt;
+  const std::string name(target, static_cast<std::size_t>(n));
+  // Only a snapshot made at the same commit: its name says the sha.
+  if (!is_snapshot_name(name) || !name.ends_with("-" + sha + "-code")) return std::nullopt;
+  auto dir = open_own_dir(user_dir, name, Create::never);
+  if (!dir) return std::nullopt;  // gone (gc) or not the user's own: stage afresh
+  ::futimens(dir->fd.get(), nullptr);
+  StagedSnapshot staged;
+  staged.dir = snapshot_path(request, name);
+  staged.name = name;
+  staged.tree_hash = hash;
+  staged.files = files.size();
+  staged.bytes = bytes;
+  staged.bytes_reused = bytes;
+  staged.reused = true;
+  return staged;
+}
+
 Result<StagedSnapshot, StageError> stage(
     const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
     const std::function<void(const SnapshotProgress&)>& progress) {
@@ -152,12 +211,18 @@ Result<StagedSnapshot, StageError> stage(
   if (!store) return unexpected(StageError{store.error()});
   StatCache cache = StatCache::load(request.stat_cache_dir, canonical(request.source_dir));
   cache.set_racy_after(started_ns - kRacyWindowNs);
+  auto known = cache.known_hashes(files);
+  const std::string sha = short_sha(listing->git);
+  if (auto reused = reuse_unchanged(request, *user_fd, files, known, sha)) {
+    reused->git = std::move(listing->git);
+    reused->notes = std::move(listing->source.notes);
+    return std::move(*reused);
+  }
 
   auto now = request.now == std::chrono::system_clock::time_point{}
                  ? std::chrono::system_clock::now()
                  : request.now;
   auto suffix = [&] { return request.random_suffix ? request.random_suffix() : random_suffix(); };
-  const std::string sha = short_sha(listing->git);
   std::string name = snapshot_name(now, suffix(), sha);
   std::string temp;
   Result<SafeDir, DirProblem> tree = unexpected(DirProblem{});
@@ -174,7 +239,6 @@ Result<StagedSnapshot, StageError> stage(
 
   constexpr unsigned kDefaultThreads = 8;  // see SnapshotRequest::threads
   unsigned threads = request.threads != 0 ? request.threads : kDefaultThreads;
-  auto known = cache.known_hashes(files);
   auto filled = fill_tree(
       TreeInput{files, source_fd.get(), tree_fd, *store, known, cancel, progress, threads});
   if (!filled) return unexpected(filled.error());
@@ -194,10 +258,11 @@ Result<StagedSnapshot, StageError> stage(
   guard.release();
 
   StagedSnapshot staged;
-  staged.dir = canonical(request.staging_root) + "/" + request.user + "/" + name;
+  staged.dir = snapshot_path(request, name);
   staged.name = name;
   staged.git = std::move(listing->git);
   staged.tree_hash = tree_hash(files, filled->hashes).hex();
+  remember_tree(user_fd->fd.get(), staged.tree_hash, name);
   staged.files = files.size();
   staged.bytes = filled->bytes;
   staged.bytes_reused = filled->bytes_reused;

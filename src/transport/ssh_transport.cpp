@@ -1,12 +1,15 @@
 #include "tpurun/ssh_transport.hpp"
 
+#include <libssh/callbacks.h>
 #include <libssh/libssh.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <mutex>
 
 #include "transport/known_hosts.hpp"
 #include "transport/ssh_connection.hpp"
@@ -60,6 +63,13 @@ void apply_options(ssh_session s, const Worker& w, const SshTransportOptions& o)
   }
   if (!o.key_exchange.empty()) ssh_options_set(s, SSH_OPTIONS_KEY_EXCHANGE, o.key_exchange.c_str());
   int verbosity = o.log_verbosity;
+  if (verbosity > 0) {
+    // -vv: libssh's log in tpurun's diagnostics format (time, pid), line by line.
+    static std::once_flag routed;
+    std::call_once(routed, [] {
+      ssh_set_log_callback([](int, const char*, const char* message, void*) { spdlog::trace("libssh: {}", message); });
+    });
+  }
   ssh_options_set(s, SSH_OPTIONS_LOG_VERBOSITY, &verbosity);
 }
 

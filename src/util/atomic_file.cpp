@@ -83,4 +83,27 @@ std::string read_small_file(const std::string& path) {
   return text.str();
 }
 
+std::string read_small_file_at(int dir_fd, const std::string& name) {
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return "";
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > (1u << 24)) break;  // small files only
+  }
+  return text;
+}
+
+std::string read_small_file_fresh(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return read_small_file(path);
+  return read_small_file_at(dir_fd.get(), path.substr(slash + 1));
+}
+
 }  // namespace tpurun

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "tpurun/inherited_fds.hpp"
+
 namespace tpurun {
 
 Result<int, std::string> spawn_detached_self(const std::vector<std::string>& args, const std::string& log_path) {
@@ -37,7 +39,7 @@ Result<int, std::string> spawn_detached_self(const std::vector<std::string>& arg
     ::dup2(null, 0);
     ::dup2(log, 1);
     ::dup2(log, 2);
-    ::closefrom(3);
+    close_inherited_fds();
     ::execv("/proc/self/exe", argv.data());
     ::_exit(127);
   }

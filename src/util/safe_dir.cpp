@@ -45,14 +45,16 @@ DirProblem describe(DirProblem::Kind kind, const std::string& path, bool parent,
 }
 
 // The checks, on an lstat or fstat result. Parents (the root and above) may
-// be root's or the caller's; writable by group or others only when sticky.
-// Own dirs must be the caller's and writable by the caller alone.
+// be root's, the squashed root's (NFS root_squash: what root makes through a
+// client belongs to nobody, 65534, and root on any client already has every
+// user's powers there) or the caller's; writable by group or others only
+// when sticky. Own dirs must be the caller's and writable by the caller alone.
 std::optional<DirProblem> check(const struct stat& st, const std::string& path, bool parent) {
   using Kind = DirProblem::Kind;
   if (S_ISLNK(st.st_mode)) return describe(Kind::symlink, path, parent, st);
   if (!S_ISDIR(st.st_mode)) return describe(Kind::not_directory, path, parent, st);
   uid_t me = ::geteuid();
-  bool owner_ok = parent ? (st.st_uid == 0 || st.st_uid == me) : st.st_uid == me;
+  bool owner_ok = parent ? (st.st_uid == 0 || st.st_uid == kSquashedRootUid || st.st_uid == me) : st.st_uid == me;
   if (!owner_ok) return describe(Kind::foreign_owner, path, parent, st);
   bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
   if (others_write && (!parent || (st.st_mode & S_ISVTX) == 0))

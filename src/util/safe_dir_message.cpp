@@ -18,6 +18,12 @@ std::string who_fixes(const DirProblem& p) {
   return p.owner_is_caller ? "Fix it with" : "An admin must fix it with";
 }
 
+// On NFS with root_squash (Filestore's default) root on a client is nobody,
+// so `sudo` there cannot change root's dirs: say where it works.
+const char* const kWhereRootIsRoot =
+    " (as root where root is root: on the NFS server, or from a client the export gives root access, e.g. a "
+    "Filestore IP range with NO_ROOT_SQUASH; with root_squash, sudo on a client acts as nobody)";
+
 }  // namespace
 
 std::string DirProblem::message() const {
@@ -50,8 +56,11 @@ std::string DirProblem::message() const {
     case Kind::foreign_owner:
       if (parent) {
         return fmt::format("{} is owned by {} ({}): that user could swap the shared root or what "
-                           "is in it. An admin must make it root's: sudo chown root {}",
-                           path, owner, facts, path);
+                           "is in it. An admin must make it root's: chown root {}{}; or point the "
+                           "roots at dirs an admin made, e.g. sudo install -d -m 1777 SHARE/tpurun/staging "
+                           "SHARE/tpurun/logs (made through a client with root_squash they belong to "
+                           "nobody, which tpurun accepts like root)",
+                           path, owner, facts, path, kWhereRootIsRoot);
       }
       if (path.ends_with("/" + owner)) {
         // It is named after its owner: the dir is fine, tpurun runs as someone
@@ -66,9 +75,13 @@ std::string DirProblem::message() const {
                          path, facts, path);
     case Kind::writable:
       if (parent) {
+        // The seeds' own share root: `sudo chmod go+rw /share`. +t keeps everyone's
+        // right to make their own dirs and takes away renaming other users'.
         return fmt::format("{} is writable by others without the sticky bit ({}): any user could "
-                           "rename what is in it. {}: {}chmod +t {}",
-                           path, facts, who_fixes(*this), sudo(*this), path);
+                           "rename what is in it, your snapshots and logs included. {}: {}chmod +t {} "
+                           "(everyone keeps making their own dirs there, as with /tmp){}",
+                           path, facts, who_fixes(*this), sudo(*this), path,
+                           owner_is_caller ? "" : kWhereRootIsRoot);
       }
       return fmt::format("{} is writable by group or others ({}): another user could replace "
                          "what tpurun writes there. Fix it with: chmod go-w {}",

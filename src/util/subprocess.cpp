@@ -13,6 +13,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "tpurun/inherited_fds.hpp"
+#include "tpurun/signal_name.hpp"
+
 extern char** environ;
 
 namespace tpurun {
@@ -80,11 +83,9 @@ pid_t spawn(const std::vector<std::string>& argv, const std::optional<std::strin
   posix_spawn_file_actions_adddup2(&actions, pipes.in_child.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pipes.out_child.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pipes.err_child.get(), STDERR_FILENO);
-#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
   // gcloud or git must not inherit descriptors someone forgot to mark
   // close-on-exec (an SSH socket held open by a child outlives its session).
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-#endif
+  close_inherited_on_spawn(actions);
   if (cwd) posix_spawn_file_actions_addchdir_np(&actions, cwd->c_str());
 
   // The child must not inherit signal state a caller set up for itself
@@ -174,8 +175,7 @@ CommandExit wait_exit(pid_t pid) {
     if (errno != EINTR) return {255, std::nullopt};
   }
   if (WIFSIGNALED(status)) {
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    return {128 + WTERMSIG(status), std::string(name ? name : std::to_string(WTERMSIG(status)))};
+    return {128 + WTERMSIG(status), signal_abbrev(WTERMSIG(status))};
   }
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 255, std::nullopt};
 }

@@ -14,6 +14,7 @@
 #     and carol can run it), the fake trainer as $FAKEPOD_STATE/trainer/ and the
 #     gcloud stub as $FAKEPOD_STATE/stubs/gcloud (first on as_user's PATH);
 #   - makes a fresh scratch dir $SCRATCH=/var/tmp/tpurun-e2e/<test name>
+#     (/var/tmp/tpurun-e2e-<state dir's name>/... for a second pod beside the default)
 #     (removed at exit if the test passed);
 #   - installs an EXIT trap that runs the test's registered cleanups, then kills
 #     every process still holding a TPU device on any worker, removes
@@ -124,6 +125,14 @@ _e2e_exit() {
     "$FAKEPOD" up "$FAKEPOD_WORKERS" >/dev/null 2>&1
     reset_tpus >/dev/null 2>&1
   fi
+  # gcloud's key and known hosts that this test made (tpu-vm ssh creates
+  # them) go, so the next test starts as a first-time gcloud user again.
+  local u f
+  for u in alice bob carol; do
+    for f in google_compute_engine google_compute_engine.pub google_compute_known_hosts; do
+      [[ " ${_E2E_GCLOUD_FILES:-} " == *" $u/$f "* ]] || rm -f "$(user_home "$u")/.ssh/$f"
+    done
+  done
   # Keep the scratch dir of a failed test for debugging.
   if [[ -n ${SCRATCH:-} && $rc == 0 && ${E2E_KEEP_SCRATCH:-0} != 1 ]]; then
     rm -rf "$SCRATCH"
@@ -141,7 +150,7 @@ trap 'exit 130' INT
 
 "$FAKEPOD" up "$FAKEPOD_WORKERS" >&2 || fail "fakepod up $FAKEPOD_WORKERS failed"
 eval "$("$FAKEPOD" env)"
-export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_WORKERS FAKEPOD_CONFIG
+export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_NET FAKEPOD_WORKERS FAKEPOD_CONFIG FAKEPOD_API FAKEPOD_GCLOUD_CONFIGS
 _E2E_READY=1
 
 TPURUN="$FAKEPOD_STATE/bin/tpurun"
@@ -170,15 +179,45 @@ install_trainer "$FAKEPOD_STATE/trainer"
 chmod 755 "$FAKEPOD_STATE/trainer/train.py"
 install -m 755 "$E2E_DIR/stubs/gcloud" "$FAKEPOD_STATE/stubs/gcloud"
 
-SCRATCH=/var/tmp/tpurun-e2e/$TEST_NAME
+# Which gcloud the tests run: the real Google Cloud CLI when it is installed
+# (E2E_GCLOUD=real), else the stub (E2E_GCLOUD=stub; TPURUN_E2E_GCLOUD=stub
+# forces it). Both talk to the simulator's API through each user's private
+# CLOUDSDK_CONFIG ($FAKEPOD_GCLOUD_CONFIGS/<user>, from `fakepod env`).
+if [[ ${TPURUN_E2E_GCLOUD:-} != stub ]] && E2E_GCLOUD_BIN=$(PATH=/usr/local/bin:/usr/bin:/bin command -v gcloud); then
+  E2E_GCLOUD=real
+  E2E_GCLOUD_PATH=/usr/local/bin:/usr/bin:/bin
+  _sdk=$(readlink -f "$E2E_GCLOUD_BIN")
+  note "gcloud: the real one ($E2E_GCLOUD_BIN, Google Cloud SDK $(cat "${_sdk%/bin/gcloud}/VERSION" 2>/dev/null || echo '?')) against $FAKEPOD_API"
+else
+  E2E_GCLOUD=stub
+  E2E_GCLOUD_PATH=$FAKEPOD_STATE/stubs:/usr/local/bin:/usr/bin:/bin
+  note "gcloud: the stub (tests/e2e/stubs/gcloud) against $FAKEPOD_API"
+fi
+export E2E_GCLOUD
+
+_E2E_GCLOUD_FILES=""
+for _u in alice bob carol; do
+  for _f in google_compute_engine google_compute_engine.pub google_compute_known_hosts; do
+    [[ -e $(getent passwd "$_u" | cut -d: -f6)/.ssh/$_f ]] && _E2E_GCLOUD_FILES+=" $_u/$_f"
+  done
+done
+
+_scratch_root=/var/tmp/tpurun-e2e
+[[ $FAKEPOD_STATE == /var/lib/tpurun-fakepod ]] || _scratch_root+=-$(basename "$FAKEPOD_STATE")
+SCRATCH=$_scratch_root/$TEST_NAME
 rm -rf "$SCRATCH"
-install -d -m 755 /var/tmp/tpurun-e2e "$SCRATCH"
+install -d -m 755 "$_scratch_root" "$SCRATCH"
 : >"$SCRATCH/.trainers"
 
 # ------------------------------------------------------------------ pod
 
-worker_ip() {  # I
-  printf '127.0.%d.%d\n' $((1 + $1 / 250)) $((1 + $1 % 250))
+worker_ip() {  # I (FAKEPOD_NET: 127.X gives 127.X.<1+I/250>.<1+I%250>, 127.X.Y gives 127.X.Y.<1+I>)
+  local net=${FAKEPOD_NET:-127.0}
+  if [[ $net == *.*.* ]]; then
+    printf '%s.%d\n' "$net" $((1 + $1))
+  else
+    printf '%s.%d.%d\n' "$net" $((1 + $1 / 250)) $((1 + $1 % 250))
+  fi
 }
 
 # carved_pod NAME FIRST LAST [LOGS_ROOT]: a config entry for a pod made of
@@ -232,8 +271,10 @@ make_project() {
 }
 
 # as_user U [-C DIR] CMD...: run CMD as local user U with a clean login-like
-# environment (HOME, USER, LOGNAME, SHELL, PATH with the gcloud stub first,
-# LANG, plus the words of $AS_USER_ENV, e.g. AS_USER_ENV="TPURUN_X=1"),
+# environment (HOME, USER, LOGNAME, SHELL, LANG, PATH with gcloud on it (the
+# real one, or the stub first), CLOUDSDK_CONFIG (U's private gcloud config for
+# the simulator), XDG_CACHE_HOME=$SCRATCH/U/.cache (tpurun's cache, per test),
+# plus the words of $AS_USER_ENV, e.g. AS_USER_ENV="TPURUN_X=1"),
 # in DIR (default: $SCRATCH/U), stdin from /dev/null.
 as_user() {
   local u=$1
@@ -244,8 +285,12 @@ as_user() {
     shift 2
   fi
   [[ -n $dir ]] || dir=$(user_dir "$u")
-  local home extra=()
+  local home extra=() cache
   home=$(user_home "$u")
+  # tpurun's cache (kept describe answers, --env values) per test and user:
+  # a describe kept by another test, or by a pod beside this one with the
+  # same TPU name, never answers for this one.
+  cache=$(user_dir "$u")/.cache
   [[ -n $home ]] || fail "no such user: $u"
   # shellcheck disable=SC2206
   [[ -n ${AS_USER_ENV:-} ]] && extra=($AS_USER_ENV)
@@ -253,7 +298,7 @@ as_user() {
     cd "$dir"
     exec setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- \
       env -i HOME="$home" USER="$u" LOGNAME="$u" SHELL=/bin/bash LANG=C.UTF-8 \
-      PATH="$FAKEPOD_STATE/stubs:/usr/local/bin:/usr/bin:/bin" \
+      PATH="$E2E_GCLOUD_PATH" CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/$u" XDG_CACHE_HOME="$cache" \
       FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" </dev/null
   )
 }

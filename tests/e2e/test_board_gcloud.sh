@@ -9,33 +9,28 @@ source "$(dirname "$0")/board_lib.sh"
 require_tpurun
 
 ssh_json='{ "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }'
+# The listed TPU VMs live in their own zone (the default node sim-tpu is in
+# us-central2-b): team-v4 on workers 2-3, a preempted old-v4, and board-a,
+# which the config has already. They are listing-only nodes over the
+# simulator's running workers (fakepod node-add); gcloud (real or stub) lists
+# them from the simulated API.
+Z=us-east5-a
 cfg=$SCRATCH/board.json
 cat >"$cfg" <<JSON
 { "pods": {
     $(carved_pod board-a 0 1) },
-  "board": { "gcloud": { "project": "sim-proj", "zones": ["us-central2-b", "europe-west4-a"],
+  "board": { "gcloud": { "project": "sim-proj", "zones": ["$Z", "europe-west4-a"],
                          "ssh": $ssh_json } } }
 JSON
-# What gcloud lists in us-central2-b: team-v4 on workers 2-3, a preempted
-# old-v4, and board-a, which the config has already.
-list=$SCRATCH/list.json
-node() {  # NAME STATE TYPE FIRST LAST
-  local eps="" i
-  for ((i = $4; i <= $5; i++)); do eps+="${eps:+, }{\"ipAddress\": \"$(worker_ip "$i")\", \"port\": 8470}"; done
-  printf '{"name": "projects/sim-proj/locations/us-central2-b/nodes/%s", "id": "77%s", "state": "%s", "acceleratorType": "%s", "networkEndpoints": [%s]}' \
-    "$1" "$4" "$2" "$3" "$eps"
-}
-cat >"$list" <<JSON
-[ $(node team-v4 READY v4-16 2 3),
-  $(node old-v4 PREEMPTED v4-8 1 0),
-  $(node board-a READY v4-8 0 1) ]
-JSON
-log=$SCRATCH/gcloud.log
-: >"$log"
-chmod 644 "$cfg" "$list"
-chmod 666 "$log"
+on_exit "\"\$FAKEPOD\" up $FAKEPOD_WORKERS"
+fakepod node-add team-v4 --zone $Z --slots 2-3 --accelerator v4-16 --id 772 >/dev/null
+fakepod node-add old-v4 --zone $Z --state PREEMPTED --accelerator v4-8 --id 771 >/dev/null
+fakepod node-add board-a --zone $Z --slots 0-1 --accelerator v4-8 --id 770 >/dev/null
+# What gcloud asked the API: the requests the simulator logs from here on.
+api_calls() { tail -n "+$((api_from + 1))" "$FAKEPOD_STATE/api.log" | grep ' api ' || true; }
+chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
-export AS_USER_ENV="GCLOUD_STUB_LIST=$list GCLOUD_STUB_LOG=$log"
+api_from=$(wc -l <"$FAKEPOD_STATE/api.log")
 
 start_trainer_on 3 bob --forever >/dev/null
 expect_exit 0 b alice status --all --json
@@ -53,17 +48,17 @@ o = by["old-v4"]
 assert (o["state"], o["gcloud_state"], o["workers"]) == ("unreachable", "PREEMPTED", []), o
 PY
 # One list per zone, nothing else asked of gcloud.
-assert_eq "$(grep -c 'tpu-vm list --project sim-proj --zone us-central2-b --format=json' "$log")" "1"
-assert_eq "$(grep -c 'tpu-vm list --project sim-proj --zone europe-west4-a --format=json' "$log")" "1"
-assert_eq "$(wc -l <"$log")" "2" "gcloud calls: $(cat "$log")"
+assert_eq "$(api_calls | grep -c "GET /v2/projects/sim-proj/locations/$Z/nodes?")" "1"
+assert_eq "$(api_calls | grep -c "GET /v2/projects/sim-proj/locations/europe-west4-a/nodes?")" "1"
+assert_eq "$(api_calls | wc -l)" "2" "API calls: $(api_calls)"
 
 expect_exit 0 b alice status --all
 assert_contains "$OUT" "team-v4 (v4-16)  partial      bob: python3 train.py"
 assert_contains "$OUT" "old-v4 (v4-8)    unreachable  gcloud: PREEMPTED"
 assert_eq "$(grep -c '^board-a ' <<<"$OUT")" "1" "board-a once: $OUT"
 
-# gcloud failing: an error line per zone and for the config's gcloud pod
-# (asked once), the other pods as usual.
+# gcloud failing (the API refuses every request in both zones): an error line
+# per zone and for the config's gcloud pod (asked once), the other pods as usual.
 cfg=$SCRATCH/board2.json
 cat >"$cfg" <<JSON
 { "pods": {
@@ -73,14 +68,19 @@ cat >"$cfg" <<JSON
   "board": { "gcloud": { "project": "sim-proj", "zones": ["us-central2-b", "europe-west4-a"] } } }
 JSON
 chmod 644 "$cfg"
-: >"$log"
-AS_USER_ENV="GCLOUD_STUB_FAIL=quota-exceeded GCLOUD_STUB_LOG=$log" expect_exit 1 b alice status --all
+for z in us-central2-b europe-west4-a; do
+  fakepod fault zone-down $z --code 429 --status RESOURCE_EXHAUSTED --message "Quota exceeded for quota metric 'Read requests'" >/dev/null
+done
+on_exit "\"\$FAKEPOD\" fault clear"
+api_from=$(wc -l <"$FAKEPOD_STATE/api.log")
+expect_exit 1 b alice status --all
 assert_contains "$OUT" "gcloud:us-central2-b"
-assert_contains "$OUT" "error        \`gcloud compute tpus tpu-vm list --zone us-central2-b\` failed: ERROR: (gcloud.compute.tpus.tpu-vm.list) quota-exceeded"
-grep -q '^g  *error .*quota-exceeded' <<<"$OUT" || fail "pod g: $OUT"
+assert_contains "$OUT" "error        \`gcloud compute tpus tpu-vm list --zone us-central2-b\` failed: ERROR: (gcloud.compute.tpus.tpu-vm.list) RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Read requests'"
+grep -q '^g  *error .*RESOURCE_EXHAUSTED: Quota exceeded' <<<"$OUT" || fail "pod g: $OUT"
 grep -q '^board-a  *free' <<<"$OUT" || fail "board-a not free: $OUT"
-assert_eq "$(grep -c 'tpu-vm describe sim-tpu' "$log")" "1" "describe once: $(cat "$log")"
-assert_eq "$(grep -c 'tpu-vm list' "$log")" "2" "a list per zone: $(cat "$log")"
+assert_eq "$(api_calls | grep -c 'GET /v2/projects/sim-proj/locations/us-central2-b/nodes/sim-tpu?')" "1" "describe once: $(api_calls)"
+assert_eq "$(api_calls | grep -c 'GET /v2/projects/sim-proj/locations/[a-z0-9-]*/nodes?')" "2" "a list per zone: $(api_calls)"
+fakepod fault clear >/dev/null
 
 # Config mistakes, at file:line.
 bad=$SCRATCH/bad.json

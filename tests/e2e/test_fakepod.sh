@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Self-test of the pod simulator (scripts/fakepod), the fake trainer and the
-# gcloud stub, with plain OpenSSH only (no tpurun needed).
+# Self-test of the pod simulator (scripts/fakepod, sim/fakepod), the fake
+# trainer and gcloud against the simulated Cloud TPU API (the real gcloud when
+# it is installed, else the stub), with plain OpenSSH only (no tpurun needed).
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -10,16 +11,20 @@ T=$(trainer_path)
 ALICE_KH=$(user_dir alice)/known_hosts
 
 # Processes that belong to the pod, seen from the host: the unshare parents,
-# everything inside a worker PID namespace, and blackhole listeners.
+# everything inside a worker PID namespace (of this pod), and the pod's
+# daemons (API server, forwarder).
 pod_processes() {
-  local me p ns cmd
+  local me p ns cmd nss=" "
   me=$(readlink /proc/self/ns/pid)
+  for p in "$FAKEPOD_STATE"/w*/init.pid; do
+    [[ -r $p ]] && nss+="$(readlink "/proc/$(cat "$p")/ns/pid" 2>/dev/null) "
+  done
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
     ns=$(readlink "/proc/$p/ns/pid" 2>/dev/null) || continue
     cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
-    if [[ $ns != "$me" ]] || [[ $cmd == "unshare "*"$FAKEPOD_STATE/init.sh"* ]] ||
-      [[ $cmd == *"$FAKEPOD_STATE/blackhole.py"* ]]; then
+    if { [[ $ns != "$me" ]] && [[ $nss == *" $ns "* ]]; } || [[ $cmd == "unshare "*"$FAKEPOD_STATE/init.sh"* ]] ||
+      [[ $cmd == *"$FAKEPOD_STATE/lib/"* ]]; then
       echo "$p $cmd"
     fi
   done
@@ -212,7 +217,7 @@ expect_exit 0 ssh_as alice 4 'echo $TPU_WORKER_ID'
 assert_eq "$OUT" 4
 
 # ------------------------------------------------------------ fixtures
-note "tpurun.json and the gcloud describe fixture"
+note "tpurun.json and the gcloud describe fixture ($E2E_GCLOUD gcloud)"
 expect_exit 0 as_user carol /usr/bin/python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1])); d = json.load(open(sys.argv[2]))
@@ -224,20 +229,149 @@ print(len(d["networkEndpoints"]), d["networkEndpoints"][-1]["ipAddress"],
 assert_eq "$OUT" "$N $(worker_ip $((N - 1))) $FAKEPOD_NFS/staging accept-new
 $N $(worker_ip $((N - 1))) $(worker_ip 0) READY v4-$((8 * N))"
 expect_exit 0 as_user bob gcloud compute tpus tpu-vm describe sim-tpu --zone us-central2-b --format=json
-assert_eq "$OUT" "$(cat "$FAKEPOD_STATE/gcloud-describe.json")"
+python3 - "$OUT" "$FAKEPOD_STATE/gcloud-describe.json" <<'PY' || fail "describe differs from the fixture"
+import json, sys
+a, b = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))
+a.pop("metadata", None); b.pop("metadata", None)
+assert a == b, (a, b)
+PY
 expect_exit 1 as_user bob gcloud compute tpus tpu-vm describe nope --zone us-central2-b --format=json
-assert_contains "$ERR" "NOT_FOUND"
+assert_contains "$ERR" "NOT_FOUND: Resource 'projects/sim-proj/locations/us-central2-b/nodes/nope' was not found"
 expect_exit 0 as_user alice gcloud compute tpus tpu-vm ssh sim-tpu --zone us-central2-b --worker=1-2 --command='echo $TPU_WORKER_ID'
-assert_eq "$(echo "$OUT" | sort | xargs)" "1 2"
+# (gcloud's first ssh also prints ssh-keygen's output: it makes ~/.ssh/google_compute_engine)
+assert_eq "$(grep -xE '[0-9]+' <<<"$OUT" | sort | xargs)" "1 2"
+
+# ------------------------------------------------------------ the guest agent
+note "the agent made the users from metadata ssh-keys: the dev VM's uids, google-sudoers, a per-VM /etc and /home"
+for u in alice bob carol; do
+  expect_exit 0 wexec 3 -- id -u "$u"
+  assert_eq "$OUT" "$(id -u "$u")" "$u's uid on worker 3"
+done
+expect_exit 0 wexec 3 -- sh -c 'getent group google-sudoers | cut -d: -f4; ls /home; test -f /etc/sudoers.d/google_sudoers && echo sudoers'
+assert_contains "$OUT" "alice,bob,carol"
+assert_contains "$OUT" "sudoers"
+assert_not_contains "$(wexec 3 -- ls /etc/sudoers.d)" "tpurun-fakepod"
+expect_exit 0 wexec 3 -- sh -c 'grep -c "^# Added by Google" /home/alice/.ssh/authorized_keys'
+expect_exit 1 wexec 3 -- test -e /home/alice/.ssh/id_ed25519
+note "a user whose key is not in metadata is refused, as on a fresh VM"
+useradd -M -s /bin/bash nokey-$$ 2>/dev/null || true
+on_exit "userdel nokey-$$"
+expect_exit nonzero wexec 3 -- id nokey-$$
+note "the host key is a guest attribute (what gcloud builds its HostKeyAlias from)"
+expect_exit 0 as_user bob python3 - "$FAKEPOD_API" "$(awk '{print $2}' "$FAKEPOD_STATE/w3/ssh_host_ed25519_key.pub")" <<'PY'
+import json, sys, urllib.request
+r = urllib.request.Request(sys.argv[1] + "v2/projects/sim-proj/locations/us-central2-b/nodes/sim-tpu:getGuestAttributes",
+                           data=json.dumps({"workerIds": ["3"]}).encode(), method="POST")
+items = json.load(urllib.request.urlopen(r))["guestAttributes"][0]["queryValue"]["items"]
+assert {"namespace": "hostkeys", "key": "ssh-ed25519", "value": sys.argv[2]} in items, items
+PY
+note "each worker's localhost is its own; another worker's address is unreachable from a worker"
+wexec 1 -- sh -c 'exec setsid python3 -c "import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", 8431)); s.listen(); time.sleep(30)" </dev/null >/dev/null 2>&1 &'
+wexec 2 -- sh -c 'exec setsid python3 -c "import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", 8431)); s.listen(); time.sleep(30)" </dev/null >/dev/null 2>&1 &'
+sleep 0.5
+expect_exit 0 wexec 1 -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8431), 2)'
+expect_exit 1 wexec 3 -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8431), 2)'
+expect_exit 1 wexec 3 -- python3 -c "import socket; socket.create_connection((\"$(worker_ip 1)\", 22), 2)"
+wexec 1 -- pkill -f 8431 || true
+wexec 2 -- pkill -f 8431 || true
+
+note "partition: new connections time out, heal restores"
+fakepod partition 4 >/dev/null
+on_exit "\"\$FAKEPOD\" heal 4"
+expect_exit 255 as_user alice ssh -i /home/alice/.ssh/id_ed25519 -o ConnectTimeout=2 -o BatchMode=yes \
+  -o UserKnownHostsFile="$ALICE_KH" -o StrictHostKeyChecking=accept-new "alice@$(worker_ip 4)" true
+assert_contains "$ERR" "timed out"
+fakepod heal 4 >/dev/null
+expect_exit 0 ssh_as alice 4 'echo $TPU_WORKER_ID'
+
+# ------------------------------------------------------------ the cloud
+note "preempt: the state says PREEMPTED and the workers are gone; up restores the pod"
+fakepod preempt sim-tpu >/dev/null
+expect_exit 0 as_user bob gcloud compute tpus tpu-vm describe sim-tpu --zone us-central2-b --format=json
+assert_eq "$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["state"], d.get("health"))' "$OUT")" "PREEMPTED None"
+expect_exit 255 ssh_as alice 0 true
+expect_exit 1 as_user alice gcloud compute tpus tpu-vm ssh sim-tpu --zone us-central2-b --worker=0 --command=true
+assert_contains "$ERR" 'This TPU has terminal state "PREEMPTED", so it cannot be used anymore.'
+"$FAKEPOD" up "$N" >/dev/null
+expect_exit 0 ssh_as alice 0 'echo $TPU_WORKER_ID'
+
+# api_node ZONE NAME EXPR: a Python expression over the node n as the API returns it (or its error).
+api_node() {
+  python3 - "$FAKEPOD_API" "$1" "$2" "$3" <<'PY'
+import json, sys, urllib.error, urllib.request
+try:
+    n = json.load(urllib.request.urlopen(sys.argv[1] + "v2/projects/sim-proj/locations/%s/nodes/%s" % (sys.argv[2], sys.argv[3])))
+except urllib.error.HTTPError as e:
+    n = json.load(e)
+print(eval(sys.argv[4]))
+PY
+}
+
+if [[ $E2E_GCLOUD == real ]]; then
+  note "a new TPU VM through real gcloud: CREATING then READY, new workers, new host keys; uids follow arrival order"
+  zone=us-east1-d
+  first=$(awk '{print $1, $2}' /home/bob/.ssh/id_ed25519.pub)
+  printf 'erin:%s erin\n' "$first" >"$SCRATCH/keys"
+  chmod 644 "$SCRATCH/keys"
+  on_exit "\"\$FAKEPOD\" up $N"
+  old_key=$(cat "$FAKEPOD_STATE/w$N/ssh_host_ed25519_key.pub" 2>/dev/null || true)
+  expect_exit 0 as_user bob gcloud compute tpus tpu-vm create newvm --zone $zone --accelerator-type v4-16 \
+    --version tpu-ubuntu2204-base --metadata-from-file ssh-keys="$SCRATCH/keys"
+  expect_exit 0 as_user bob gcloud compute tpus tpu-vm describe newvm --zone $zone --format=json
+  ips=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["state"] == "READY", d; print(" ".join(e["ipAddress"] for e in d["networkEndpoints"]))' "$OUT")
+  assert_eq "$ips" "$(worker_ip "$N") $(worker_ip $((N + 1)))" "a new VM on free addresses"
+  [[ $(cat "$FAKEPOD_STATE/w$N/ssh_host_ed25519_key.pub") != "$old_key" ]] || fail "the new VM kept an old host key"
+  # erin's key came first (instance keys before project keys): she took the
+  # first uid, so alice's differs from the dev VM's.
+  expect_exit 0 wexec "$N" -- id -u alice
+  [[ $OUT != "$(id -u alice)" ]] || fail "alice has the dev VM's uid on a VM where erin arrived first"
+  note "a new VM has no shared mount until its setup mounts it (mount -t fakenfs, as root)"
+  expect_exit 1 wexec "$N" -- test -e "$FAKEPOD_NFS/staging"
+  expect_exit 0 wexec "$N" -- sh -c "echo 'fakenfs:/ $FAKEPOD_NFS fakenfs defaults 0 0' >>/etc/fstab && mount $FAKEPOD_NFS && stat -c %a $FAKEPOD_NFS/staging"
+  assert_eq "$OUT" "1777"
+  note "stop / start --new-ips: the same disks and host keys on new addresses"
+  key_before=$(cat "$FAKEPOD_STATE/w$N/ssh_host_ed25519_key.pub")
+  fakepod stop newvm --zone $zone >/dev/null
+  assert_eq "$(api_node $zone newvm 'n["state"]')" "STOPPED"
+  expect_exit 255 ssh_as alice "$N" true
+  fakepod start newvm --zone $zone --new-ips >/dev/null
+  assert_eq "$(api_node $zone newvm 'n["state"]')" "READY"
+  slot=$(python3 -c 'import json,sys; print([n["slots"][0] for n in json.load(open(sys.argv[1]))["nodes"].values() if n["name"] == "newvm"][0])' "$FAKEPOD_STATE/cloud.json")
+  expect_exit 0 wexec "$slot" -- stat -c %a "$FAKEPOD_NFS/staging"  # fstab: mounted at boot
+  assert_eq "$OUT" "1777"
+  assert_eq "$(cat "$FAKEPOD_STATE/w$slot/ssh_host_ed25519_key.pub")" "$key_before" "start keeps the host key"
+  new0=$(api_node $zone newvm 'n["networkEndpoints"][0]["ipAddress"]')
+  [[ $new0 != "$(worker_ip "$N")" ]] || fail "start --new-ips kept the address"
+  expect_exit 0 as_user bob gcloud compute tpus tpu-vm delete newvm --zone $zone --quiet
+  assert_eq "$(api_node $zone newvm 'n["error"]["status"]')" "NOT_FOUND"
+
+  note "OS Login: one uid per user everywhere, from the account's POSIX account"
+  fakepod create osl --zone $zone --accelerator v4-8 --metadata enable-oslogin=TRUE --metadata "ssh-keys=erin:$first erin" >/dev/null
+  osl=$(python3 -c 'import json,sys; print([n["slots"][0] for n in json.load(open(sys.argv[1]))["nodes"].values() if n["name"] == "osl"][0])' "$FAKEPOD_STATE/cloud.json")
+  expect_exit 0 wexec "$osl" -- id -u alice
+  assert_eq "$OUT" "$(id -u alice)"
+  expect_exit 1 wexec "$osl" -- id erin
+  expect_exit 0 as_user alice gcloud compute tpus tpu-vm ssh osl --zone $zone --command='id -un; sudo -n true && echo sudo'
+  assert_eq "$(tail -n 2 <<<"$OUT")" "alice
+sudo"
+  # carol's OS Login profile has her key; her account lacks the admin role.
+  osl_ip=$(api_node $zone osl 'n["networkEndpoints"][0]["ipAddress"]')
+  expect_exit 0 as_user carol ssh -i /home/carol/.ssh/id_ed25519 -o IdentitiesOnly=yes -o BatchMode=yes \
+    -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "carol@$osl_ip" 'id -un; sudo -n true || echo nosudo'
+  assert_eq "$OUT" "carol
+nosudo"
+  "$FAKEPOD" up "$N" >/dev/null
+  rm -f /home/{alice,bob,carol}/.ssh/google_compute_engine{,.pub} /home/{alice,bob,carol}/.ssh/google_compute_known_hosts
+fi
 
 # ------------------------------------------------------------ down / up
 note "down leaves no process and no mount behind; vfio devices; up again"
 for _ in $(seq 30); do
   before=$(pod_processes | wc -l)
-  ((before == 4 * N)) && break
+  ((before == 4 * N + 2)) && break
   sleep 0.1 # ssh sessions that just ended may still be exiting
 done
-((before == 4 * N)) || fail "expected $((4 * N)) pod processes (unshare, init, sshd, the /dev/log sink per worker), found $before:
+((before == 4 * N + 2)) || fail "expected $((4 * N + 2)) pod processes (unshare, init, sshd, the agent per worker; server and forwarder), found $before:
 $(pod_processes)"
 "$FAKEPOD" down >/dev/null
 left=$(pod_processes)

@@ -8,7 +8,7 @@ N=$FAKEPOD_WORKERS
 last=$((N - 1))
 bob_pid=$(start_trainer_on "$last" bob --forever)
 bob_alive() { fakepod exec "$last" -- kill -0 "$bob_pid" || fail "bob's trainer (pid $bob_pid) was signalled"; }
-snapshots() { ls -A "/srv/tpurun-nfs/staging/$1" 2>/dev/null | grep -v '^\.objects$' || true; }
+snapshots() { ls -A "$FAKEPOD_NFS/staging/$1" 2>/dev/null | grep -v '^\.objects$' || true; }
 
 proj=$(make_project alice proj)
 dd if=/dev/urandom of="$proj/weights.bin" bs=1M count=3 status=none
@@ -48,7 +48,7 @@ before=$(snapshots alice)
 as_user alice -C "$big" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --worker 0 -- true >"$SCRATCH/int.out" 2>"$SCRATCH/int.err" &
 client=$!
 for _ in $(seq 200); do
-  ls -d /srv/tpurun-nfs/staging/alice/.tmp-* >/dev/null 2>&1 && break
+  ls -d $FAKEPOD_NFS/staging/alice/.tmp-* >/dev/null 2>&1 && break
   sleep 0.02
 done
 kill -INT "$(pgrep -P "$client" | head -1)" 2>/dev/null || true
@@ -58,7 +58,7 @@ if [[ $rc == 0 ]]; then
 else
   assert_eq "$rc" 130
 fi
-assert_eq "$(ls -d /srv/tpurun-nfs/staging/alice/.tmp-* 2>/dev/null || true)" "" "temp dir left behind"
+assert_eq "$(ls -d $FAKEPOD_NFS/staging/alice/.tmp-* 2>/dev/null || true)" "" "temp dir left behind"
 after=$(snapshots alice)
 if [[ $rc != 0 ]]; then assert_eq "$after" "$before" "a snapshot appeared after Ctrl-C"; fi
 bob_alive
@@ -78,7 +78,7 @@ assert_contains "$OUT" "step 8 "
 assert_contains "$ERR" "succeeded: all $last workers exited 0"
 bob_alive
 
-# -- Two users staging 10 times each, concurrently: no collisions.
+# -- Two users staging 10 times each, concurrently: no collisions (runs and log dirs are unique).
 bobproj=$(make_project bob proj)
 pids=()
 for i in $(seq 10); do
@@ -92,9 +92,13 @@ python3 - "$SCRATCH" <<'PY'
 import glob, json, os, sys
 docs = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/[ab]*.json")]
 assert len(docs) == 20, len(docs)
-for key in ("run_id", "staged_dir", "log_dir"):
+for key in ("run_id", "log_dir"):
     values = [d[key] for d in docs]
     assert len(set(values)) == 20, (key, values)
+# An unchanged tree may share one read-only snapshot (a re-stage reuses it);
+# each user's are their own.
+for d in docs:
+    assert ("/staging/alice/" in d["staged_dir"]) == (d["log_dir"].find("/logs/alice/") >= 0), d
 for d in docs:
     assert os.path.isdir(d["staged_dir"]) and os.path.isfile(d["log_dir"] + "/run.json"), d
     assert d["workers"][0]["pid"], d

@@ -80,11 +80,11 @@ EOF
   assert_eq "$(cat "$log_dir/worker$i.log")" "$want" "worker$i.log"
   assert_contains "$OUT" "[w$i s${s}w$k $(worker_ip "$i")] MEGASCALE_SLICE_ID=$s"
 done
-python3 - "$log_dir/run.json" <<'PY' || fail "run.json does not record the slices"
+python3 - "$log_dir/run.json" "$(worker_ip 0)" <<'PY' || fail "run.json does not record the slices"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["pod"] == "slice-a,slice-b" and r["slices"] == ["slice-a", "slice-b"], r
-assert r["megascale"] == {"num_slices": 2, "coordinator": "127.0.1.1", "port": 8080}, r["megascale"]
+assert r["megascale"] == {"num_slices": 2, "coordinator": sys.argv[2], "port": 8080}, r["megascale"]
 assert [(w["worker"], w["slice"], w["slice_worker"]) for w in r["workers"]] == [(i, i // 4, i % 4) for i in range(8)], r["workers"]
 PY
 assert_eq "$(run_field alice "$run" '[(w["worker"], w["slice"], w["slice_worker"]) for w in r["workers"]][5]')" "(5, 1, 1)"

@@ -3,7 +3,7 @@
 # caller's own old job unless --kill-previous, and cleans a stale lock.
 source "$(dirname "$0")/lib.sh"
 proj=$(make_project alice proj)
-snap_count() { ls "/srv/tpurun-nfs/staging/alice" 2>/dev/null | grep -c -- '-code$' || true; }
+snap_count() { ls "$FAKEPOD_NFS/staging/alice" 2>/dev/null | grep -c -- '-code$' || true; }
 
 # bob holds worker 2: alice's stage refuses, naming bob's job, and stages nothing.
 bob_pid=$(start_trainer_on 2 bob --forever)

@@ -131,6 +131,7 @@ if [[ -e $gck ]]; then
 else
   on_exit "rm -f '$gck'"
 fi
+nid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$FAKEPOD_STATE/gcloud-describe.json")
 cfg=$(user_dir alice)/gcloud-pod.json
 empty_known=$(user_dir alice)/empty_known_hosts
 as_user alice touch "$empty_known"
@@ -145,23 +146,23 @@ g() { as_user alice "$TPURUN" --config "$cfg" --pod g "$@"; }
 expect_exit 255 g exec --worker 0 -- true
 assert_contains "$OUT$ERR" "host key not known"
 expect_exit 1 g hostkeys
-assert_contains "$OUT" "tpu.4242424242424242424-0"
+assert_contains "$OUT" "tpu.$nid-0"
 assert_contains "$OUT" "not recorded"
 expect_exit 0 g hostkeys --import --dry-run
-assert_contains "$OUT" "gcloud compute tpus tpu-vm ssh sim-tpu --zone us-central2-b --worker=all --command=true"
+assert_contains "$OUT" "gcloud compute tpus tpu-vm ssh sim-tpu --zone us-central2-b --internal-ip --worker=all --command=true"
 [[ -e $gck ]] && fail "--dry-run ran gcloud"
 expect_exit 0 g hostkeys --import
 assert_not_contains "$OUT" "not recorded"
 expect_exit 0 g hostkeys --json
 python3 -c 'import json, sys; d = json.loads(sys.argv[1]); assert len(d["workers"]) == int(sys.argv[2]) and all(
-    w["recorded"] and w["alias"] == "tpu.4242424242424242424-%d" % w["worker"] for w in d["workers"]), d' \
-  "$OUT" "$FAKEPOD_WORKERS" || fail "hostkeys --json: $OUT"
+    w["recorded"] and w["alias"] == "tpu.%s-%d" % (sys.argv[3], w["worker"]) for w in d["workers"]), d' \
+  "$OUT" "$FAKEPOD_WORKERS" "$nid" || fail "hostkeys --json: $OUT"
 expect_exit 0 g exec -- true
 # A key that is not the worker's, filed under w0's alias: refused.
-other=$(grep '^tpu\.4242424242424242424-1-' "$gck" | awk '{print $2, $3}' | head -1)
-sed -i "s|^\(tpu\.4242424242424242424-0-[^ ]*\) .*|\1 $other|" "$gck"
+other=$(grep "^tpu\.$nid-1-" "$gck" | awk '{print $2, $3}' | head -1)
+sed -i "s|^\(tpu\.$nid-0-[^ ]*\) .*|\1 $other|" "$gck"
 expect_exit 255 g exec --worker 0 -- true
-assert_contains "$OUT$ERR" "differs from the one gcloud recorded for tpu.4242424242424242424-0"
+assert_contains "$OUT$ERR" "differs from the one gcloud recorded for tpu.$nid-0"
 expect_exit 0 g exec --worker 1 -- true
 
 pass

@@ -9,7 +9,7 @@ proj=$(make_project alice proj)
 secret=s3cr3t-$RANDOM$RANDOM
 run=$(stage_detached alice "$proj" --restarts 1 --env WANDB_API_KEY="$secret" -- \
   sh -c 'echo "key=$WANDB_API_KEY"; if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 0 ]; then sleep 1; exit 1; fi; exec sleep 30')
-dir=/srv/tpurun-nfs/logs/alice/proj/$run
+dir=$FAKEPOD_NFS/logs/alice/proj/$run
 for _ in $(seq 300); do
   [[ -e $dir/worker0.a2.pid ]] && break
   sleep 0.1
@@ -25,7 +25,7 @@ for i in 0 3; do
 done
 assert_eq "$(grep -c "key=$secret" "$dir/worker0.log")" "2" "the job saw the value on both attempts"
 # The kept values are the user's alone, and gone when the run ends.
-kept=$(user_home alice)/.cache/tpurun/run-env/$run.env.json
+kept=$(user_dir alice)/.cache/tpurun/run-env/$run.env.json  # as_user's XDG_CACHE_HOME
 assert_eq "$(stat -c %a "$kept")" "600"
 expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 1s
 wait_verdict alice "$run" stopped

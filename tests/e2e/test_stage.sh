@@ -20,7 +20,7 @@ SH
 echo v1 >"$proj/data.txt"
 chown alice: "$proj/probe.sh" "$proj/data.txt"
 sha=$(as_user alice git -C "$proj" rev-parse --short=7 HEAD)
-run_dirs() { ls -d /srv/tpurun-nfs/logs/alice/proj/*/ 2>/dev/null | sort; }
+run_dirs() { ls -d $FAKEPOD_NFS/logs/alice/proj/*/ 2>/dev/null | sort; }
 # new_run_dir BEFORE: the run dir that is not in the list BEFORE (run ids made
 # in the same second sort by their random part, so "the last one" can lie).
 new_run_dir() { comm -13 <(echo "$1") <(run_dirs) | head -1; }
@@ -67,14 +67,21 @@ expect_exit 0 tpurun_as alice -C "$proj" logs "${run_id:0:22}" --worker 1
 assert_contains "$OUT" "[w1 $(worker_ip 1)] data=v1"
 assert_not_contains "$OUT" "[w0 "
 
-# Re-staging an unchanged tree reuses the stored content: same inode, more links.
+# Re-staging an unchanged tree reuses its (read-only) snapshot and writes
+# nothing; a changed file makes a new snapshot that shares the unchanged
+# content: same inode, more links.
 expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
 s1=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
 expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
 s2=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
-[[ $s1 != "$s2" ]] || fail "two stages got the same dir"
-assert_eq "$(stat -c %i "$s1/train.py")" "$(stat -c %i "$s2/train.py")"
-(( $(stat -c %h "$s2/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
+assert_eq "$s2" "$s1" "an unchanged re-stage reuses the snapshot"
+assert_contains "$ERR" "unchanged since snapshot $(basename "$s1"): reusing it"
+echo v3 >"$proj/data.txt"
+expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
+s3=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
+[[ $s1 != "$s3" ]] || fail "a changed tree reused the old snapshot"
+assert_eq "$(stat -c %i "$s1/train.py")" "$(stat -c %i "$s3/train.py")"
+(( $(stat -c %h "$s3/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
 
 # SIGKILL of the client mid-run: every job still finishes and records its exit code.
 before=$(run_dirs)
@@ -118,23 +125,23 @@ assert_contains "$ERR" "the job started on $((N - 1)) of $N workers only"
 fakepod start-worker 6
 
 # --dry-run changes nothing.
-before=$(ls /srv/tpurun-nfs/staging/alice | wc -l)
+before=$(ls $FAKEPOD_NFS/staging/alice | wc -l)
 expect_exit 0 tpurun_as alice -C "$proj" stage --dry-run -- python3 train.py
 assert_contains "$OUT" "dry run"
-assert_eq "$(ls /srv/tpurun-nfs/staging/alice | wc -l)" "$before"
+assert_eq "$(ls $FAKEPOD_NFS/staging/alice | wc -l)" "$before"
 
 # gc removes only the caller's old snapshots, never another user's.
 bobproj=$(make_project bob proj)
 expect_exit 0 tpurun_as bob -C "$bobproj" stage --detach -- true
-bob_snaps=$(ls /srv/tpurun-nfs/staging/bob | grep -c -- '-code$')
+bob_snaps=$(ls $FAKEPOD_NFS/staging/bob | grep -c -- '-code$')
 expect_exit 0 tpurun_as alice -C "$proj" gc --older-than 0s --dry-run
 assert_contains "$OUT" "would remove"
-(( $(ls /srv/tpurun-nfs/staging/alice | grep -c -- '-code$') > 0 )) || fail "dry run removed snapshots"
+(( $(ls $FAKEPOD_NFS/staging/alice | grep -c -- '-code$') > 0 )) || fail "dry run removed snapshots"
 expect_exit 0 tpurun_as alice -C "$proj" gc --older-than 0s
 # What stays is exactly what gc kept for a run that may still use it (one
 # whose watcher has not recorded its end yet).
-left=$(ls /srv/tpurun-nfs/staging/alice | grep -- '-code$' || true)
+left=$(ls $FAKEPOD_NFS/staging/alice | grep -- '-code$' || true)
 kept=$(grep -o '^kept [^:]*' <<<"$OUT" | cut -d' ' -f2 | sort || true)
 assert_eq "$left" "$kept" "snapshots left by gc --older-than 0s"
-assert_eq "$(ls /srv/tpurun-nfs/staging/bob | grep -c -- '-code$')" "$bob_snaps"
+assert_eq "$(ls $FAKEPOD_NFS/staging/bob | grep -c -- '-code$')" "$bob_snaps"
 pass

@@ -73,7 +73,7 @@ want = {0: "free", 1: "busy-other", 2: "busy-self", 3: "stale-lock", 4: "busy-se
         5: "busy-other", 6: "busy-self", 7: "free"}
 for i, s in want.items():
     assert w[i]["state"] == s, (i, w[i])
-    assert w[i]["error"] is None and w[i]["host"].startswith("127.0."), w[i]
+    assert w[i]["error"] is None and w[i]["host"].startswith("127."), w[i]
 h = {p["pid"]: p for p in w[1]["holders"]}
 assert h[bob1]["user"] == "bob" and h[bob1]["device"] == "/dev/accel0" and h[bob1]["pgid"] == bob1, h
 assert "train.py" in h[bob1]["command"] and h[bob1]["elapsed_s"] >= 0 and h[bob1]["run_id"] is None, h

@@ -8,7 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
-#include <latch>
+#include <mutex>
 #include <thread>
 
 #include "fakes/temp_dir.hpp"
@@ -154,12 +154,13 @@ TEST_F(ClaimsTest, NoBoardYetMeansNoClaims) {
 TEST_F(ClaimsTest, TwoClaimantsAtOnceGetExactlyOneWinner) {
   for (int round = 0; round < 30; ++round) {
     const std::string pod = "race" + std::to_string(round);
-    std::latch start(2);
+    std::atomic<int> arrived{0};  // both start together (std::latch needs GCC 11)
     std::atomic<int> winners{0};
     std::vector<std::string> losers_saw;
     std::mutex mu;
     auto claimant = [&](const std::string& user) {
-      start.arrive_and_wait();
+      ++arrived;
+      while (arrived.load() < 2) std::this_thread::yield();
       ClaimOutcome out = take(user, 1h, t0, pod);
       if (out.ok) {
         ++winners;

@@ -108,7 +108,10 @@ class GcloudPodLoadTest : public ::testing::Test {
  protected:
   GcloudPodLoadTest()
       : cwd_(temp_.path()),
-        env_(std::map<std::string, std::string>{{"HOME", "/home/alice"}, {"USER", "alice"}}) {
+        // describe's cache goes to the temp dir, never to a real ~/.cache: a test
+        // that caches a description must not answer the next test's describe
+        env_(std::map<std::string, std::string>{
+            {"HOME", "/home/alice"}, {"USER", "alice"}, {"XDG_CACHE_HOME", temp_.path() + "/cache"}}) {
     temp_.write("tpurun.json", R"({
       // a v4-32 slice, described by gcloud on every run
       "pods": { "v4-32": {

@@ -52,6 +52,12 @@ TEST_F(GcTest, RemovesOldSnapshotsAndTheirOnlyObjectsKeepsNewOnes) {
   EXPECT_EQ(report.bytes_freed, 4u);
   EXPECT_THAT(user_dir_entries(), UnorderedElementsAre(".objects", fresh.name));
   EXPECT_EQ(read(fresh.dir + "/shared.py"), "shared\n");
+  // and the index of snapshots by tree keeps only the fresh one's link
+  std::vector<std::string> links;
+  for (const auto& e : fs::directory_iterator(staging_ + "/alice")) {
+    if (e.path().filename().string().starts_with(".tree-")) links.push_back(fs::read_symlink(e.path()).string());
+  }
+  EXPECT_THAT(links, ElementsAre(fresh.name));
 }
 
 TEST_F(GcTest, DryRunRemovesNothingAndReportsTheSame) {
@@ -124,6 +130,7 @@ TEST_F(GcTest, KeepsASnapshotThatARunMayStillUseAndSaysWhich) {
   // given: two old snapshots, one used by a run that is still going
   write("a.py", "a\n");
   StagedSnapshot used = stage_aged(std::chrono::hours(24 * 30));
+  write("b.py", "b\n");  // another tree: an unchanged one would reuse the first snapshot
   StagedSnapshot unused = stage_aged(std::chrono::hours(24 * 30));
   GcRequest request = gc_request();
   request.in_use[used.name] = {{"R1", "running"}, {"R2", "restarting"}};

@@ -52,7 +52,7 @@ TEST_F(SnapshotTest, ExecutableAndPlainCopiesOfTheSameBytesAreSeparateObjects) {
   EXPECT_EQ(executable_objects, 1);
 }
 
-TEST_F(SnapshotTest, RestageWithWarmCacheReadsNothingAndReusesEverything) {
+TEST_F(SnapshotTest, RestageOfUnchangedCodeReusesTheSnapshotAndWritesNothing) {
   // given: a first snapshot filled the store and the stat cache
   write("a.py", std::string(5000, 'a'));
   write("pkg/b.py", std::string(7000, 'b'));
@@ -63,13 +63,23 @@ TEST_F(SnapshotTest, RestageWithWarmCacheReadsNothingAndReusesEverything) {
   // when
   StagedSnapshot second = stage_ok();
 
-  // then
-  EXPECT_NE(second.name, first.name);
+  // then: the same read-only snapshot, and no new dir
+  EXPECT_EQ(second.name, first.name);
+  EXPECT_EQ(second.dir, first.dir);
+  EXPECT_TRUE(second.reused);
+  EXPECT_FALSE(first.reused);
   EXPECT_EQ(second.files_read, 0u);
   EXPECT_EQ(second.bytes, 12000u);
   EXPECT_EQ(second.bytes_reused, 12000u);
   EXPECT_EQ(second.tree_hash, first.tree_hash);
-  EXPECT_EQ(lstat_of(second.dir + "/pkg/b.py").st_ino, lstat_of(first.dir + "/pkg/b.py").st_ino);
+  EXPECT_EQ(user_dir_entries().size(), 2u);  // .objects and the one snapshot
+
+  // and a changed file makes a new snapshot, which shares the unchanged contents
+  write("a.py", std::string(5000, 'c'));
+  StagedSnapshot third = stage_ok();
+  EXPECT_FALSE(third.reused);
+  EXPECT_NE(third.name, first.name);
+  EXPECT_EQ(lstat_of(third.dir + "/pkg/b.py").st_ino, lstat_of(first.dir + "/pkg/b.py").st_ino);
 }
 
 TEST_F(SnapshotTest, ChangedFileIsReadAgainAndOnlyIt) {

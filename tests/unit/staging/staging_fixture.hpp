@@ -126,7 +126,8 @@ class StagingTest : public ::testing::Test {
     std::vector<std::string> names;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(staging_ + "/" + user, ec)) {
-      names.push_back(entry.path().filename().string());
+      const std::string name = entry.path().filename().string();
+      if (!name.starts_with(".tree-")) names.push_back(name);  // the index of snapshots by tree
     }
     std::sort(names.begin(), names.end());
     return names;

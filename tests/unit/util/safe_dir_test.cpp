@@ -173,3 +173,31 @@ TEST_F(SafeDirTest, AMissingRootSaysSo) {
 
 }  // namespace
 }  // namespace tpurun
+
+namespace tpurun {
+namespace {
+
+// NFS root_squash: a root made by an admin through a client belongs to
+// nobody; it counts like root's. A share root writable by all without the
+// sticky bit (the seeds' `chmod go+rw`) is refused with `chmod +t` and where
+// that works.
+TEST(SafeDirSquashTest, ANobodyOwnedStickyRootCountsLikeRootsAndAWorldWritableOneSaysWhereToFixIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to chown";
+  testing::TempDir temp;
+  const std::string share = temp.path() + "/share", root = share + "/tpurun";
+  ASSERT_EQ(::mkdir(share.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(root.c_str(), 01777), 0);
+  ASSERT_EQ(::chown(root.c_str(), kSquashedRootUid, kSquashedRootUid), 0);
+  EXPECT_TRUE(open_shared_root(root));
+  ASSERT_EQ(::chown(share.c_str(), kSquashedRootUid, kSquashedRootUid), 0);  // not the caller's: an admin's job
+  ASSERT_EQ(::chmod(share.c_str(), 0777), 0);
+  auto refused = open_shared_root(root);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, DirProblem::Kind::writable);
+  EXPECT_NE(refused.error().message().find("chmod +t " + share), std::string::npos) << refused.error().message();
+  EXPECT_NE(refused.error().message().find("NO_ROOT_SQUASH"), std::string::npos) << refused.error().message();
+}
+
+}  // namespace
+}  // namespace tpurun

@@ -1,0 +1,3 @@
+from fakepod.cli import main
+
+main()

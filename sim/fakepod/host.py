@@ -1,0 +1,242 @@
+"""The dev VM side: its users, the workers' image layer, per-user gcloud configs."""
+import grp
+import os
+import pwd
+import subprocess
+
+from . import config, procs
+
+SITE_SUDOERS = """# fakepod's site policy (the image's /etc/sudoers.d/zz-fakepod-site): carol
+# may log in but may not use sudo, as an admin would do with `deluser carol
+# google-sudoers` in a startup script. (With OS Login, her account simply
+# lacks the admin role.)
+carol ALL=(ALL:ALL) !ALL
+"""
+
+
+def run(*argv, **kw):
+    return subprocess.run(list(argv), check=True, **kw)
+
+
+def setup_users(extra=()):
+    """alice and bob (sudo) and carol (no sudo) on the dev VM, each with a
+    passphrase-less ~/.ssh/id_ed25519 in their own authorized_keys; root's key."""
+    if not os.path.exists("/root/.ssh/id_ed25519"):
+        os.makedirs("/root/.ssh", mode=0o700, exist_ok=True)
+        run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@fakepod", "-f", "/root/.ssh/id_ed25519")
+    _authorize("root", "/root")
+    for u in config.SIM_USERS + tuple(extra):
+        try:
+            pwd.getpwnam(u)
+        except KeyError:
+            run("useradd", "-m", "-s", "/bin/bash", "-U", u)
+        # With UsePAM no, sshd refuses a locked ("!") account even for keys.
+        sh = subprocess.run(["getent", "shadow", u], capture_output=True, text=True).stdout.split(":")
+        if len(sh) > 1 and sh[1].startswith("!"):
+            run("usermod", "-p", "*", u)
+        home = pwd.getpwnam(u).pw_dir
+        if not os.path.exists(os.path.join(home, ".ssh", "id_ed25519")):
+            run("install", "-d", "-m", "700", "-o", u, "-g", u, os.path.join(home, ".ssh"))
+            try:
+                os.unlink(os.path.join(home, ".ssh", "id_ed25519.pub"))
+            except FileNotFoundError:
+                pass
+            run("setpriv", "--reuid=" + u, "--regid=" + u, "--init-groups", "ssh-keygen", "-q", "-t", "ed25519",
+                "-N", "", "-C", "%s@fakepod" % u, "-f", os.path.join(home, ".ssh", "id_ed25519"))
+        _authorize(u, home)
+    want = "".join("%s ALL=(ALL) NOPASSWD: ALL\n" % u for u in config.SUDO_USERS)
+    path = "/etc/sudoers.d/tpurun-fakepod"
+    try:
+        with open(path) as f:
+            same = f.read().strip() == want.strip()
+    except OSError:
+        same = False
+    if not same:
+        procs.write_file(path + ".tmp", want, 0o440)
+        run("visudo", "-cqf", path + ".tmp", stdout=subprocess.DEVNULL)
+        os.replace(path + ".tmp", path)
+    # The dev VM looks like a GCE VM: it has the google-sudoers group (a system
+    # group here, so it never takes a user's gid).
+    try:
+        grp.getgrnam("google-sudoers")
+    except KeyError:
+        run("groupadd", "-r", "google-sudoers")
+
+
+def _authorize(user, home):
+    pub = os.path.join(home, ".ssh", "id_ed25519.pub")
+    with open(pub) as f:
+        key = f.read().strip()
+    ak = os.path.join(home, ".ssh", "authorized_keys")
+    try:
+        with open(ak) as f:
+            have = f.read().splitlines()
+    except FileNotFoundError:
+        have = []
+    if key not in have:
+        with open(ak, "a") as f:
+            f.write(key + "\n")
+        pw = pwd.getpwnam(user)
+        os.chown(ak, pw.pw_uid, pw.pw_gid)
+        os.chmod(ak, 0o600)
+
+
+def forget_host_keys(env, ips):
+    """Drops stale known_hosts entries for addresses that got brand-new host
+    keys at `up` (rekey and create do NOT: that is their point)."""
+    if not ips:
+        return
+    for u in ("root",) + config.SIM_USERS:
+        try:
+            pw = pwd.getpwnam(u)
+        except KeyError:
+            continue
+        for name in ("known_hosts", "google_compute_known_hosts"):
+            kh = os.path.join(pw.pw_dir, ".ssh", name)
+            if not os.path.isfile(kh) or os.path.getsize(kh) == 0:
+                continue
+            for ip in ips:
+                subprocess.run(["ssh-keygen", "-q", "-R", ip, "-f", kh], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+            try:
+                os.unlink(kh + ".old")
+            except FileNotFoundError:
+                pass
+            os.chown(kh, pw.pw_uid, pw.pw_gid)
+
+
+def _known_host_matches(field, ip):
+    """known_hosts host field (patterns, or |1|salt|hash) names ip (port 22)?"""
+    import base64
+    import hashlib
+    import hmac
+    if field.startswith("|1|"):
+        try:
+            _, _, salt, digest = field.split("|", 3)
+            mac = hmac.new(base64.b64decode(salt), ip.encode(), hashlib.sha1).digest()
+            return base64.b64encode(mac).decode() == digest
+        except (ValueError, TypeError):
+            return False
+    return ip in field.split(",")
+
+
+def settle_known_hosts(env, keys, users):
+    """The pod `up` restores is trusted: drop the users' known_hosts lines that
+    name one of its addresses with another key (left by a rekey, a recreated
+    VM, or another simulator on this state dir). keys: {ip: base64 key}."""
+    for u in users:
+        try:
+            pw = pwd.getpwnam(u)
+        except KeyError:
+            continue
+        kh = os.path.join(pw.pw_dir, ".ssh", "known_hosts")
+        try:
+            with open(kh) as f:
+                lines = f.read().splitlines(True)
+        except OSError:
+            continue
+        keep = []
+        for line in lines:
+            parts = line.split()
+            if len(parts) >= 3 and not line.startswith(("#", "@")):
+                stale = [ip for ip, key in keys.items() if _known_host_matches(parts[0], ip) and parts[2] != key]
+                if stale:
+                    continue
+            keep.append(line)
+        if len(keep) != len(lines):
+            st = os.stat(kh)
+            tmp = kh + ".fakepod"
+            with open(tmp, "w") as f:
+                f.writelines(keep)
+            os.chown(tmp, st.st_uid, st.st_gid)
+            os.chmod(tmp, st.st_mode & 0o777)
+            os.replace(tmp, kh)
+
+
+def build_image(env, extra_users=()):
+    """$STATE/image/etc: the image layer of every worker's /etc. It is the dev
+    VM's /etc without the simulated users (they arrive through metadata or OS
+    Login), without the dev VM's sudoers grant (a whiteout), and with the
+    site's sudo policy."""
+    managed = set(config.SIM_USERS) | set(extra_users)
+    img = env.path("image", "etc")
+    os.makedirs(os.path.join(img, "sudoers.d"), exist_ok=True)
+    for name, mode in (("passwd", 0o644), ("shadow", 0o640), ("group", 0o644), ("gshadow", 0o640)):
+        with open("/etc/" + name) as f:
+            rows = [l.rstrip("\n").split(":") for l in f if l.strip()]
+        out = []
+        for r in rows:
+            if r[0] in managed:
+                continue
+            if name in ("group", "gshadow") and len(r) > 3:
+                r[3] = ",".join(m for m in r[3].split(",") if m and m not in managed)
+            out.append(":".join(r))
+        text = "\n".join(out) + "\n"
+        try:
+            with open(os.path.join(img, name)) as f:
+                if f.read() == text:
+                    continue  # a lower layer of running workers: touch it only when it changes
+        except OSError:
+            pass
+        procs.write_file(os.path.join(img, name), text, mode)
+        if mode == 0o640:
+            try:
+                os.chown(os.path.join(img, name), 0, grp.getgrnam("shadow").gr_gid)
+            except KeyError:
+                pass
+    wh = os.path.join(img, "sudoers.d", "tpurun-fakepod")
+    if not os.path.exists(wh):
+        os.mknod(wh, 0o600 | 0o020000, os.makedev(0, 0))  # an overlayfs whiteout
+    envfile = os.path.join(img, "fakepod.env")
+    want = ("# fakepod: this worker's simulator (read by /sbin/mount.fakenfs)\nFAKEPOD_STATE=%s\n"
+            "FAKEPOD_EXPORT=%s\n" % (env.state, env.path("nfs-export")))
+    if os.environ.get("FAKENFS_CLIENT"):
+        # An NFS-like client (e.g. sim/nfs) that mount.fakenfs runs instead of a bind.
+        want += "FAKENFS_CLIENT=%s\n" % os.environ["FAKENFS_CLIENT"]
+    if not os.path.exists(envfile) or open(envfile).read() != want:
+        procs.write_file(envfile, want, 0o644)
+    site = os.path.join(img, "sudoers.d", "zz-fakepod-site")
+    if not os.path.exists(site):
+        procs.write_file(site, SITE_SUDOERS, 0o440)
+
+
+# ------------------------------------------------------------ gcloud
+
+def gcloud_dir(env, user):
+    return env.path("gcloud", user)
+
+
+def write_gcloud_config(env, user, port):
+    """A private CLOUDSDK_CONFIG for user that points real gcloud at the
+    simulated APIs. gcloud writes into it (logs, caches), so each user has
+    their own, owned by them."""
+    pw = pwd.getpwnam(user)
+    d = gcloud_dir(env, user)
+    os.makedirs(env.path("gcloud"), mode=0o755, exist_ok=True)
+    os.makedirs(os.path.join(d, "configurations"), exist_ok=True)
+    props = """[core]
+project = %(project)s
+account = %(user)s@fakepod.test
+disable_usage_reporting = true
+disable_file_logging = true
+[auth]
+disable_credentials = true
+[api_endpoint_overrides]
+tpu = http://127.0.0.1:%(port)d/
+compute = http://127.0.0.1:%(port)d/compute/v1/
+oslogin = http://127.0.0.1:%(port)d/
+[component_manager]
+disable_update_check = true
+[survey]
+disable_prompts = true
+""" % {"project": config.PROJECT, "user": user, "port": port}
+    procs.write_file(os.path.join(d, "configurations", "config_default"), props, 0o644)
+    procs.write_file(os.path.join(d, "active_config"), "default", 0o644)
+    # gcloud asks the metadata server whether it runs on GCE and caches the
+    # answer here; say no, so it never waits for 169.254.169.254.
+    procs.write_file(os.path.join(d, "gce"), "False", 0o600)
+    for n in (d, os.path.join(d, "configurations"), os.path.join(d, "configurations", "config_default"),
+              os.path.join(d, "active_config"), os.path.join(d, "gce")):
+        os.lchown(n, pw.pw_uid, pw.pw_gid)
+    os.chmod(d, 0o700)
+    return d
