@@ -23,7 +23,10 @@ int main(int argc, char** argv) {
   options.ssh.known_hosts = {argv[4]};
   options.ssh.connect_timeout_s = 5;
   SshTransport transport(options);
-  auto connection = transport.connect(Worker{0, argv[1], std::atoi(argv[2])}, CancelToken());
+  Worker worker;
+  worker.host = argv[1];
+  worker.port = std::atoi(argv[2]);
+  auto connection = transport.connect(worker, CancelToken());
   if (!connection) {
     std::printf("%s\n", nlohmann::json{{"outcome", "connect_error"}, {"message", connection.error().message}}.dump().c_str());
     return 1;
