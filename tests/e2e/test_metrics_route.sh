@@ -52,6 +52,13 @@ assert_eq "$(field "$line" '[c["hbm_used"] for c in j["chips"]]')" \
   "$(/usr/bin/python3 -c 'print([int(0.62 * 34088157184 + i * (64 << 20)) for i in range(4)])')"
 assert_contains "$(wexec 0 -- sh -c 'cat /tmp/tpu_logs/*')" "metrics: serving tpu.monitoring.runtime.RuntimeMetricService on 127.0.0.1:8431"
 
+# Each worker's localhost is its own: worker 1 runs nothing, so nothing answers there.
+if [[ $(field "$(probe 1)" 'j["outcome"]') == figures ]]; then
+  note "worker 1 reaches worker 0's service: workers share the host's loopback (FAKEPOD_NETNS=0?)"
+else
+  assert_eq "$(field "$(probe 1)" 'j["outcome"]')" no_workload "worker 1 beside a busy worker 0"
+fi
+
 # --- the trainer ends: the service goes with it
 wexec 0 -- kill -TERM "$pid"
 wait_for 0 8431 'j["outcome"] == "no_workload"' >/dev/null

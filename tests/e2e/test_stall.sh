@@ -6,8 +6,7 @@
 # failure. A job that computes, or that prints, is not stalled. The board
 # (`status --all`) shows how long an idle run's holder has kept the TPU idle.
 #
-# One-worker pod: until the simulator gives each worker its own loopback, a
-# trainer's metrics service answers every worker's localhost:8431.
+# A two-worker pod: a stall is every worker idle; one worker at work is not.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/board_lib.sh"
 require_tpurun
@@ -15,13 +14,13 @@ require_tpurun
 
 cfg=$SCRATCH/stall.json
 cat >"$cfg" <<JSON
-{ "default_pod": "one", "pods": { $(carved_pod one 0 0) } }
+{ "default_pod": "two", "pods": { $(carved_pod two 0 1) } }
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
 proj=$(make_project alice)
 
-# stage_bg ARGS...: alice stages on pod one, detached; prints the run id.
+# stage_bg ARGS...: alice stages on pod two, detached; prints the run id.
 stage_bg() {
   expect_exit 0 b alice -C "$proj" stage --json "$@"
   python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$OUT"
@@ -61,8 +60,8 @@ assert_contains "$OUT" "(0% duty cycle, no new log line; on stall: report)"
 assert_contains "$(cat "$(log_dir "$run")/supervisor.log")" "stalled: every worker at 0% duty cycle and no new log line since"
 # The board: bob sees alice's idle holding, and for how long (the watcher's idle_since).
 expect_exit 0 b bob status --all
-assert_contains "$OUT" "one  busy"
-assert_contains "$OUT" "alice: python3 train.py --stall --step-time 0.2 [run $run] on w0, "
+assert_contains "$OUT" "two  busy"
+assert_contains "$OUT" "alice: python3 train.py --stall --step-time 0.2 [run $run] on w[0-1], "
 grep -Eq ", idle [0-9]+s" <<<"$OUT" || fail "no idle time on the board: $OUT"
 expect_exit 0 b bob status --all --json
 python3 - "$OUT" <<'PY' || fail "status --all --json: $OUT"
@@ -92,7 +91,7 @@ run=$(stage_bg --stall-after 3s --on-stall stop --restarts 2 -- python3 train.py
 wait_run "$run" 'r["verdict"] == "failed"'
 assert_eq "$(run_field "$run" 'r["first_failure"]["how"]')" stalled
 assert_eq "$(run_field "$run" 'r["attempt"]')" 1 "on stall stop: no restart, whatever --restarts says"
-assert_eq "$(run_field "$run" 'r["workers"][0]["state"]')" stopped
+assert_eq "$(run_field "$run" '[w["state"] for w in r["workers"]]')" "['stopped', 'stopped']"
 expect_exit 0 b alice runs --no-check
 assert_contains "$OUT" "failed: stalled: every worker at 0% duty cycle and no new log line since"
 assert_contains "$(cat "$(log_dir "$run")/supervisor.log")" "the run stalled: every worker at 0% duty cycle"
