@@ -28,6 +28,8 @@ struct StageOptions {
   int restarts = 0;
   std::string lost_after = "60s";
   std::string grace = "10s";
+  std::string stall_after = "30m";
+  std::string on_stall = "report";
   std::vector<std::string> argv;  // after --
 };
 

@@ -33,6 +33,8 @@ void GangMonitor::begin_attempt(int attempt) {
   state_.stopped_others = false;
   stopping_ = false;
   failed_this_attempt_ = false;
+  stalled_ = false;
+  no_restart_ = false;
   for (WorkerStatus& w : state_.workers) w = WorkerStatus{w.worker, WorkerState::pending, {}, {}, ""};
   trackers_.assign(state_.workers.size(), Tracker{});
 }
@@ -127,7 +129,7 @@ bool GangMonitor::all_ended() const {
 }
 
 GangAction GangMonitor::finish(bool stop_requested) {
-  if (failed_this_attempt_ && !stop_requested && state_.attempt < state_.max_attempts) {
+  if (failed_this_attempt_ && !stop_requested && !no_restart_ && state_.attempt < state_.max_attempts) {
     state_.verdict = RunVerdict::restarting;
     for (WorkerStatus& w : state_.workers) {
       if (w.state != WorkerState::succeeded || policy_.stop_on_failure) w.state = WorkerState::restarting;
@@ -147,6 +149,18 @@ GangAction GangMonitor::finish(bool stop_requested) {
 void GangMonitor::give_up() {
   if (is_final(state_.verdict)) return;
   state_.verdict = state_.first_failure && state_.first_failure->how == "lost" ? RunVerdict::lost : RunVerdict::failed;
+}
+
+void GangMonitor::stalled(Time now, const std::string& detail, bool may_restart) {
+  if (failed_this_attempt_ || is_final(state_.verdict)) return;
+  failed_this_attempt_ = stalled_ = true;
+  no_restart_ = !may_restart;
+  GangFailure f;
+  f.worker = -1;  // no one worker: the gang
+  f.how = "stalled";
+  f.at = iso8601_utc(now);
+  f.detail = detail;
+  state_.first_failure = f;
 }
 
 void GangMonitor::preempted(Preemption what) {
@@ -172,7 +186,7 @@ GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time n
     }
     return finish(true);
   }
-  if (failed_this_attempt_ && policy_.stop_on_failure && !stopping_) {
+  if (failed_this_attempt_ && (policy_.stop_on_failure || stalled_) && !stopping_) {
     stopping_ = true;
     return GangAction::stop_others;
   }

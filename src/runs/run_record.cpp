@@ -110,7 +110,8 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
                      {"git", {{"sha", r.git_sha}, {"branch", r.git_branch}, {"dirty", r.git_dirty}}},
                      {"tree_hash", r.tree_hash}, {"created_at", r.created_at},
                      {"gang", {{"on_failure", r.on_failure}, {"restarts", r.restarts},
-                               {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms}}}};
+                               {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms},
+                               {"stall_after_ms", r.stall_after_ms}, {"on_stall", r.on_stall}}}};
   if (r.megascale) {
     doc["slices"] = r.slices;
     doc["megascale"] = {{"num_slices", r.megascale->num_slices}, {"coordinator", r.megascale->coordinator},
@@ -161,6 +162,8 @@ RunRecord read_run_record(const std::string& log_dir) {
       r.restarts = g.value("restarts", 0);
       r.lost_after_ms = g.value("lost_after_ms", 60000LL);
       r.grace_ms = g.value("grace_ms", 10000LL);
+      r.stall_after_ms = g.value("stall_after_ms", 30 * 60 * 1000LL);
+      r.on_stall = g.value("on_stall", "report");
     }
     return r;
   } catch (const nlohmann::json::exception& e) {

@@ -73,6 +73,8 @@ RunRecord make_record(const StagePlan& plan, const StagedSnapshot& staged) {
   record.restarts = r.restarts;
   record.lost_after_ms = r.lost_after_ms;
   record.grace_ms = r.grace_ms;
+  record.stall_after_ms = r.stall_after_ms;
+  record.on_stall = r.on_stall;
   return record;
 }
 

@@ -34,6 +34,8 @@ struct StageRequest {
   int restarts = 0;
   long long lost_after_ms = 60000;
   long long grace_ms = 10000;
+  long long stall_after_ms = 30 * 60 * 1000;
+  std::string on_stall = "report";
 };
 
 struct StagePlan {

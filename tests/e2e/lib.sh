@@ -161,9 +161,22 @@ if [[ -n ${TPURUN_BIN:-} ]]; then
   mv -f "$FAKEPOD_STATE/bin/.tpurun.$$" "$TPURUN"
 fi
 
+# install_trainer DIR [OWNER]: the fake trainer's files into DIR: train.py,
+# README.md, and its copy of libtpu's metrics service (libtpu_metrics.py and the
+# message classes in tpu_info/proto/).
+install_trainer() {
+  local d=$1 own=()
+  [[ -n ${2:-} ]] && own=(-o "$2" -g "$(id -gn "$2")")
+  local src=$TPURUN_SOURCE_DIR/examples/trainer
+  install -d -m 755 "${own[@]}" "$d" "$d/tpu_info" "$d/tpu_info/proto"
+  install -m 644 "${own[@]}" "$src/train.py" "$src/README.md" "$src/libtpu_metrics.py" "$d/"
+  install -m 644 "${own[@]}" "$src/tpu_info/__init__.py" "$d/tpu_info/"
+  install -m 644 "${own[@]}" "$src"/tpu_info/proto/*.py "$d/tpu_info/proto/"
+}
+
 install -d -m 755 "$FAKEPOD_STATE/trainer" "$FAKEPOD_STATE/stubs"
-install -m 755 "$TPURUN_SOURCE_DIR/examples/trainer/train.py" "$FAKEPOD_STATE/trainer/train.py"
-install -m 644 "$TPURUN_SOURCE_DIR/examples/trainer/README.md" "$FAKEPOD_STATE/trainer/README.md"
+install_trainer "$FAKEPOD_STATE/trainer"
+chmod 755 "$FAKEPOD_STATE/trainer/train.py"
 install -m 755 "$E2E_DIR/stubs/gcloud" "$FAKEPOD_STATE/stubs/gcloud"
 
 # Which gcloud the tests run: the real Google Cloud CLI when it is installed
@@ -249,13 +262,11 @@ scratch_dir() {
 }
 
 # make_project U [NAME]: a project dir owned by U holding the fake trainer
-# (train.py, README.md). Prints its path.
+# (train.py, README.md, its metrics service). Prints its path.
 make_project() {
   local u=$1 name=${2:-proj} d
   d=$(user_dir "$u")/$name
-  install -d -m 755 -o "$u" -g "$(id -gn "$u")" "$d"
-  install -m 644 -o "$u" -g "$(id -gn "$u")" "$TPURUN_SOURCE_DIR/examples/trainer/train.py" \
-    "$TPURUN_SOURCE_DIR/examples/trainer/README.md" "$d/"
+  install_trainer "$d" "$u"
   echo "$d"
 }
 
