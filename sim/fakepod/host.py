@@ -4,7 +4,7 @@ import os
 import pwd
 import subprocess
 
-from . import config, procs
+from . import config, nfsmode, procs
 
 SITE_SUDOERS = """# fakepod's site policy (the image's /etc/sudoers.d/zz-fakepod-site): carol
 # may log in but may not use sudo, as an admin would do with `deluser carol
@@ -190,9 +190,12 @@ def build_image(env, extra_users=()):
     envfile = os.path.join(img, "fakepod.env")
     want = ("# fakepod: this worker's simulator (read by /sbin/mount.fakenfs)\nFAKEPOD_STATE=%s\n"
             "FAKEPOD_EXPORT=%s\n" % (env.state, env.path("nfs-export")))
-    if os.environ.get("FAKENFS_CLIENT"):
-        # An NFS-like client (e.g. sim/nfs) that mount.fakenfs runs instead of a bind.
-        want += "FAKENFS_CLIENT=%s\n" % os.environ["FAKENFS_CLIENT"]
+    nfs = nfsmode.settings(env)
+    client = nfsmode.client_program(env, nfs["mode"], nfs["client"])
+    if client:
+        # An NFS-like client that mount.fakenfs runs instead of a bind: the
+        # pod's own in NFS mode (nfsclient.py), or FAKENFS_CLIENT from `up`.
+        want += "FAKENFS_CLIENT=%s\n" % client
     if not os.path.exists(envfile) or open(envfile).read() != want:
         procs.write_file(envfile, want, 0o644)
     site = os.path.join(img, "sudoers.d", "zz-fakepod-site")
