@@ -14,6 +14,13 @@ carol ALL=(ALL:ALL) !ALL
 """
 
 
+# The GECOS field of every dev VM user the simulator makes. Each pod's image
+# leaves them all out, not only its own: a user that another pod beside this
+# one added (`fakepod user add`) would otherwise be an account of this pod's
+# image and push the next users' uids up on its workers.
+MARK = "fakepod user"
+
+
 def run(*argv, **kw):
     return subprocess.run(list(argv), check=True, **kw)
 
@@ -27,9 +34,10 @@ def setup_users(extra=()):
     _authorize("root", "/root")
     for u in config.SIM_USERS + tuple(extra):
         try:
-            pwd.getpwnam(u)
+            if pwd.getpwnam(u).pw_gecos != MARK:
+                run("usermod", "-c", MARK, u)
         except KeyError:
-            run("useradd", "-m", "-s", "/bin/bash", "-U", u)
+            run("useradd", "-m", "-s", "/bin/bash", "-U", "-c", MARK, u)
         # With UsePAM no, sshd refuses a locked ("!") account even for keys.
         sh = subprocess.run(["getent", "shadow", u], capture_output=True, text=True).stdout.split(":")
         if len(sh) > 1 and sh[1].startswith("!"):
@@ -158,7 +166,7 @@ def build_image(env, extra_users=()):
     VM's /etc without the simulated users (they arrive through metadata or OS
     Login), without the dev VM's sudoers grant (a whiteout), and with the
     site's sudo policy."""
-    managed = set(config.SIM_USERS) | set(extra_users)
+    managed = set(config.SIM_USERS) | set(extra_users) | {p.pw_name for p in pwd.getpwall() if p.pw_gecos == MARK}
     img = env.path("image", "etc")
     os.makedirs(os.path.join(img, "sudoers.d"), exist_ok=True)
     for name, mode in (("passwd", 0o644), ("shadow", 0o640), ("group", 0o644), ("gshadow", 0o640)):
