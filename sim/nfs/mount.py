@@ -156,7 +156,7 @@ def serve(a, ready_fd=None):
     pyfuse3.init(ops, a.mountpoint, opts)
     device = our_mount(a.mountpoint)
     if a.pidfile:
-        with open(a.pidfile + ".tmp", "w") as f:
+        with open(os.open(a.pidfile + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "w") as f:
             f.write("%d\n" % os.getpid())
         os.replace(a.pidfile + ".tmp", a.pidfile)
     if ready_fd is not None:
