@@ -48,6 +48,11 @@ UniqueFd open_board(const std::string& logs_root, bool create) {
     throw std::runtime_error(root.error().message());
   }
   const std::string path = logs_root + "/" + kBoard;
+  // Claims are taken from other hosts: on NFS this client may still cache
+  // "no .board" (or an old one) for a minute. Opening logs_root (the fd above
+  // is O_PATH, which NFS does not revalidate) is its close-to-open check: a
+  // changed directory drops its cached lookups, found or not.
+  UniqueFd revalidated(::openat(root->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   UniqueFd fd(::openat(root->fd.get(), kBoard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd && errno == ENOENT) {
     if (!create) return {};

@@ -1,12 +1,16 @@
 #include "tpurun/supervisor.hpp"
 
 
+#include <sys/vfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <memory>
 #include <thread>
 
 #include "tpurun/diagnostics.hpp"
+#include "tpurun/file_watch.hpp"
 #include "tpurun/gang.hpp"
 #include "tpurun/launch.hpp"
 #include "tpurun/liveness.hpp"
@@ -160,7 +164,20 @@ class Supervisor {
     }
   }
 
-  void say(const std::string& text) { watcher_log().info(text); }
+  void say(const std::string& text) {
+    watcher_log().info(text);
+    push_notes();
+  }
+  // The notes (stdout, supervisor.log) are read by followers on other hosts
+  // too. On NFS a write stays in this client's cache until close, fsync or
+  // writeback (about 30 s), so each note is pushed to the server: they are few.
+  static void push_notes() {
+    static const bool network = [] {
+      struct statfs st {};
+      return ::fstatfs(STDOUT_FILENO, &st) == 0 && is_network_filesystem(static_cast<long>(st.f_type));
+    }();
+    if (network) ::fdatasync(STDOUT_FILENO);
+  }
 
   void save(bool force) {
     RunState state = monitor_.state();

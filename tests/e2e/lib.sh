@@ -150,7 +150,8 @@ trap 'exit 130' INT
 
 "$FAKEPOD" up "$FAKEPOD_WORKERS" >&2 || fail "fakepod up $FAKEPOD_WORKERS failed"
 eval "$("$FAKEPOD" env)"
-export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_NET FAKEPOD_WORKERS FAKEPOD_CONFIG FAKEPOD_API FAKEPOD_GCLOUD_CONFIGS
+export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_NET FAKEPOD_WORKERS FAKEPOD_CONFIG FAKEPOD_API FAKEPOD_GCLOUD_CONFIGS \
+  FAKEPOD_NFS_MODE FAKEPOD_NFS_EXPORT FAKEPOD_NFS_OPTIONS
 _E2E_READY=1
 
 TPURUN="$FAKEPOD_STATE/bin/tpurun"
@@ -232,6 +233,33 @@ carved_pod() {
 
 worker_hostname() {  # I
   echo "t1v-n-fakepod-w-$1"
+}
+
+# srv PATH: where root, the test's observer, reads or changes PATH, a path on
+# the shared mount ($FAKEPOD_NFS/...): the same path on a plain shared dir; in
+# NFS mode (FAKEPOD_NFS_MODE=fuse) the file as the NFS server has it, in
+# $FAKEPOD_NFS_EXPORT: root on a client is squashed to nobody, and a client's
+# caches would make the test's own checks stale. tpurun and the users always
+# go through the clients.
+srv() {
+  case $1 in
+    "$FAKEPOD_NFS" | "$FAKEPOD_NFS"/*) printf '%s\n' "$FAKEPOD_NFS_EXPORT${1#"$FAKEPOD_NFS"}" ;;
+    *) printf '%s\n' "$1" ;;
+  esac
+}
+
+# mount_path PATH: the inverse of srv: the path on the shared mount of a file in
+# $FAKEPOD_NFS_EXPORT (what tpurun and the jobs name it).
+mount_path() {
+  case $1 in
+    "$FAKEPOD_NFS_EXPORT" | "$FAKEPOD_NFS_EXPORT"/*) printf '%s\n' "$FAKEPOD_NFS${1#"$FAKEPOD_NFS_EXPORT"}" ;;
+    *) printf '%s\n' "$1" ;;
+  esac
+}
+
+# nfs_mode: true when the pod's shared dir is NFS-like client mounts.
+nfs_mode() {
+  [[ ${FAKEPOD_NFS_MODE:-bind} == fuse ]]
 }
 
 # fakepod ARGS...: scripts/fakepod (e.g. `fakepod stop-worker 3`,
