@@ -142,8 +142,10 @@ std::vector<Finding> judge(const LocalFacts& local, const std::vector<WorkerFact
     }
   }
   if (!local.probe_problem.empty()) {
-    out.add(Severity::warning, "mount", -1, "no probe file could be written: " + local.probe_problem,
-            "the shared-mount check on the workers was skipped");
+    out.add(Severity::warning, "mount", -1,
+            "no probe file could be written (" + local.probe_problem +
+                "), so whether the workers see the same files was not checked",
+            "fix the logs root first, then run `tpurun doctor` again");
   }
   for (const WorkerFacts& w : workers) judge_worker(local, w, out);
   return out.take();
