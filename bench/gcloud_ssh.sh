@@ -76,7 +76,7 @@ PY
   rm -rf "$home/.cache/tpurun/describe"
   tp_gcloud || { echo "tpurun exec on the gcloud pod failed at $n workers" >&2; as_alice "$bin" --config "$work/gcloud.json" exec -- true; exit 1; }
   for cfg in gcloud static; do  # every run below must reach all n workers
-    got=$(as_alice "$bin" --config "$work/$cfg.json" exec -- echo reached 2>/dev/null | grep -c reached || true)
+    got=$(as_alice "$bin" --config "$work/$cfg.json" exec -- hostname 2>/dev/null | grep -c "fakepod-w-" || true)
     [[ $got == "$n" ]] || { echo "tpurun exec on the $cfg pod reached $got of $n workers" >&2; exit 1; }
   done
   tp_static || { echo "tpurun exec on the static pod failed at $n workers" >&2; exit 1; }
