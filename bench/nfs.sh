@@ -213,9 +213,9 @@ fresh = med["ours_fresh"] / med["cp_fresh"]
 unchanged = med["ours_unchanged"] / med["rsync_unchanged"]
 def each(a, b):
     return " ".join(f"{x / y:.2f}" for x, y in zip(times[a], times[b]))
-print(f"fresh tpurun stage / cp -a:                 {fresh:.2f} [{each('ours_fresh', 'cp_fresh')}]  "
+print(f"fresh tpurun stage / cp -a:                 {fresh:.3f} [{each('ours_fresh', 'cp_fresh')}]  "
       f"(target <= 1.0) {'ok' if fresh <= 1.0 else 'MISSED'}")
-print(f"unchanged re-stage / rsync -a --link-dest: {unchanged:.2f} [{each('ours_unchanged', 'rsync_unchanged')}]  "
+print(f"unchanged re-stage / rsync -a --link-dest: {unchanged:.3f} [{each('ours_unchanged', 'rsync_unchanged')}]  "
       f"(target <= 0.3) {'ok' if unchanged <= 0.3 else 'MISSED'}")
 PY
 
