@@ -75,6 +75,7 @@ bench_tree() {
     "${as[@]}" git init -q --separate-git-dir="$dir.git" "$dir.partial"
     "${as[@]}" git -C "$dir.partial" add -A
     "${as[@]}" git -C "$dir.partial" -c user.name=bench -c user.email=bench@example.com commit -qm tree
+    # shellcheck disable=SC2016 # (sh expands them)
     "${as[@]}" sh -c 'echo "gitdir: $1" >"$2/.git"' sh "$dir.git" "$dir.partial"
   fi
   [[ $mode == git ]] || rmdir "$dir.git"
