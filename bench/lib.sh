@@ -45,3 +45,40 @@ timed() {  # LABEL FUNCTION
   end=$(date +%s%N)
   echo "$1 $(((end - start) / 1000))" >>"$results"
 }
+
+# bench_as USER COMMAND...: runs COMMAND as USER (setpriv, no sudo), with a
+# clean login environment (HOME, USER, LOGNAME, PATH, LANG) plus the NAME=VALUE
+# words in $BENCH_ENV.
+bench_as() {
+  local user=$1
+  shift
+  # shellcheck disable=SC2086
+  setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups -- env -i HOME="$(getent passwd "$user" | cut -d: -f6)" \
+    USER="$user" LOGNAME="$user" PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 ${BENCH_ENV:-} "$@"
+}
+
+# bench_tree DIR MODE [USER]: makes, once, the deterministic tree of $FILES
+# files / $BYTES bytes at DIR (bench/gen_tree.py), owned by USER (default: the
+# caller). MODE git makes it a git work tree whose repository lives beside it
+# (DIR.git; DIR/.git is a "gitdir:" file), so cp and rsync copy the files that
+# tpurun stages, not git's object database too; MODE plain leaves it outside git.
+bench_tree() {
+  local dir=$1 mode=$2 user=${3:-}
+  [[ -d $dir ]] && return 0
+  local as=()
+  [[ -n $user ]] && as=(bench_as "$user")
+  echo "generating $dir ..." >&2
+  rm -rf "$dir.partial" "$dir.git"
+  install -d ${user:+-o "$user" -g "$(id -g "$user")"} "$dir.partial" "$dir.git"
+  "${as[@]}" python3 "$root/bench/gen_tree.py" "$dir.partial" --files "$FILES" --bytes "$BYTES"
+  if [[ $mode == git ]]; then
+    "${as[@]}" git init -q --separate-git-dir="$dir.git" "$dir.partial"
+    "${as[@]}" git -C "$dir.partial" add -A
+    "${as[@]}" git -C "$dir.partial" -c user.name=bench -c user.email=bench@example.com commit -qm tree
+    # shellcheck disable=SC2016 # (sh expands them)
+    "${as[@]}" sh -c 'echo "gitdir: $1" >"$2/.git"' sh "$dir.git" "$dir.partial"
+  fi
+  [[ $mode == git ]] || rmdir "$dir.git"
+  mv "$dir.partial" "$dir"
+  sleep 2 # let the files age past the stat cache's racy window
+}

@@ -41,21 +41,11 @@ for tool in cp rsync python3 git /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
 done
 
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 src=$WORK/src-$MODE-$FILES-$BYTES
-if [[ ! -d $src ]]; then
-  echo "generating $src ..." >&2
-  python3 "$root/bench/gen_tree.py" "$src.partial" --files "$FILES" --bytes "$BYTES"
-  if [[ $MODE == git ]]; then
-    # The repository lives beside the tree (src/.git is a "gitdir:" file), so
-    # cp and rsync copy the same files we stage, not the object database too.
-    git init -q --separate-git-dir="$src.git" "$src.partial"
-    git -C "$src.partial" add -A
-    git -C "$src.partial" -c user.name=bench -c user.email=bench@example.com commit -qm tree
-    echo "gitdir: $src.git" >"$src.partial/.git"
-  fi
-  mv "$src.partial" "$src"
-  sleep 2  # let the files age past the stat cache's racy window
-fi
+mkdir -p "$WORK"
+bench_tree "$src" "$MODE"
 
 out=$WORK/out-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"

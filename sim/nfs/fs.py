@@ -452,8 +452,12 @@ class NfsClient(pyfuse3.Operations):
         self._stat(node)
         path = self._path(node)
         handle = self.handles.get(fh) if fh is not None else None
+        # nfs_setattr (fs/nfs/inode.c) writes all dirty data of a regular file
+        # back before any SETATTR ("Write all dirty data"). Without that, the
+        # data held here would reach the server after a utimensat, and bump
+        # the mtime that `cp -a` or `rsync -a` had just set.
+        self._flush_dirty(node)
         if fields.update_size:
-            self._flush_dirty(node)  # nfs_setattr writes back before a truncate
             if handle is not None:
                 os.ftruncate(handle.fd, attr.st_size)
             else:

@@ -103,6 +103,20 @@ class CachingTest(TwoClients):
         with open(f"{self.B}/{n}") as r:
             self.assertEqual(r.read(), "line 1\nline 2\n")
 
+    def test_times_set_before_close_are_kept_when_the_data_is_sent(self):
+        # cp -a and rsync -a write, set the times, then close. NFS writes the
+        # dirty data back before the SETATTR (nfs_setattr), so the set mtime
+        # is what the server keeps, not the time of a later write-back.
+        n = self.name()
+        with open(f"{self.A}/{n}", "w") as f:
+            f.write("data")
+            f.flush()  # held on A
+            os.utime(f.fileno(), ns=(1_000_000_000, 2_000_000_123))
+        self.assertEqual(os.stat(f"{self.export}/{n}").st_mtime_ns, 2_000_000_123)
+        with open(f"{self.B}/{n}") as r:
+            self.assertEqual(os.fstat(r.fileno()).st_mtime_ns, 2_000_000_123)
+            self.assertEqual(r.read(), "data")
+
     def test_a_file_replaced_by_rename_is_seen_after_the_directory_changes(self):
         n = self.name()
         with open(f"{self.A}/{n}", "w") as f:
