@@ -27,6 +27,11 @@ struct SnapshotRequest {
   // so threads mostly wait and hide latency; on a local disk they were neutral
   // even on 2 cores (bench/stage.sh).
   unsigned threads = 0;
+  // Called once the tree is built, just before it is renamed into place: stage
+  // builds it while the workers' preflight runs and publishes it only if the
+  // preflight passed. false discards the tree (a refused stage leaves no
+  // snapshot). Unset: publish.
+  std::function<bool()> publish_gate;
 };
 
 struct SnapshotProgress {

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
+#include <future>
 
 #include "board/claim_check.hpp"
 #include "board/pod_pick.hpp"
@@ -29,8 +31,10 @@ void require_roots(const PodConfig& pod) {
   }
 }
 
-StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
+StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printer,
+                        std::function<bool()> publish_gate) {
   SnapshotRequest request;
+  request.publish_gate = std::move(publish_gate);
   request.source_dir = plan.source_dir;
   request.staging_root = plan.target.pod.staging_root;
   request.user = plan.user;
@@ -115,12 +119,29 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
     throw UnsafeDirError(logs.error());
   }
   auto transport = ctx.make_transport(pod);
-  if (!r.skip_preflight) {
-    PreflightOptions checks{r.kill_previous, r.fanout, static_cast<int>(::getuid()), static_cast<int>(::getgid())};
-    run_preflight(pod, plan.target.workers, *transport, checks, printer, ctx);
+  // The snapshot is built while the preflight asks the workers (both wait on
+  // I/O: the shared mount, SSH), and is published only if the preflight passed.
+  std::promise<bool> preflight_passed;
+  std::shared_future<bool> gate = preflight_passed.get_future().share();
+  auto building = std::async(std::launch::async, [&plan, &ctx, &printer, gate] {
+    return snapshot(plan, ctx, printer, [gate] { return gate.get(); });
+  });
+  try {
+    if (!r.skip_preflight) {
+      PreflightOptions checks{r.kill_previous, r.fanout, static_cast<int>(::getuid()), static_cast<int>(::getgid())};
+      run_preflight(pod, plan.target.workers, *transport, checks, printer, ctx);
+    }
+  } catch (...) {
+    preflight_passed.set_value(false);
+    try {
+      building.get();  // discarded: the preflight's verdict is the news
+    } catch (const std::exception&) {
+    }
+    throw;
   }
+  preflight_passed.set_value(true);
   StagedRun run;
-  run.staged = snapshot(plan, ctx, printer);
+  run.staged = building.get();
   if (run.staged.reused) {
     printer.note(fmt::format("unchanged since snapshot {}: reusing it ({} files, {}; nothing written) → {}",
                              run.staged.name, run.staged.files, human_size(run.staged.bytes), run.staged.dir));

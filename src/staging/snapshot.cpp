@@ -245,6 +245,8 @@ Result<StagedSnapshot, StageError> stage(
   if (int err = make_read_only(tree_fd, files); err != 0)
     return unexpected(write_error(temp, err));
   if (cancel.cancelled()) return unexpected(cancelled_error());
+  if (request.publish_gate && !request.publish_gate())
+    return unexpected(StageError{"the snapshot was not published: the stage stopped before launch"});
 
   for (int attempt = 0;; ++attempt) {
     int err = rename_no_replace(user_fd->fd.get(), temp, name);

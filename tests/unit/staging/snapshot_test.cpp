@@ -32,6 +32,34 @@ TEST_F(SnapshotTest, IdenticalContentIsOneInodeSharedWithTheStore) {
   EXPECT_EQ(read(s.dir + "/dir/b.txt"), "same bytes\n");
 }
 
+TEST_F(SnapshotTest, AClosedPublishGateLeavesNoSnapshotAndAnOpenOnePublishes) {
+  // given: a tree, and a gate that says no (the preflight refused meanwhile)
+  write("a.txt", "bytes\n");
+  SnapshotRequest closed = request();
+  int asked = 0;
+  closed.publish_gate = [&] { return ++asked, false; };
+
+  // when
+  auto refused = stage(closed);
+
+  // then: asked once; no snapshot and no temp dir (the object store may keep
+  // the content: it is a cache that gc trims)
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(asked, 1);
+  EXPECT_THAT(refused.error().message, HasSubstr("not published"));
+  EXPECT_THAT(user_dir_entries(), ElementsAre(".objects"));
+
+  // when: the gate opens
+  SnapshotRequest open = request();
+  open.publish_gate = [] { return true; };
+  auto staged = stage(open);
+
+  // then
+  ASSERT_TRUE(staged.ok()) << staged.error().message;
+  EXPECT_EQ(read(staged->dir + "/a.txt"), "bytes\n");
+  EXPECT_THAT(user_dir_entries(), ElementsAre(".objects", staged->name));
+}
+
 TEST_F(SnapshotTest, ExecutableAndPlainCopiesOfTheSameBytesAreSeparateObjects) {
   // given: the same bytes, once executable
   write("tool", "#!/bin/sh\necho hi\n", 0755);
