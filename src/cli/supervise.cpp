@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -29,9 +30,14 @@ int run_supervise(const SuperviseOptions& o, Context& ctx) {
   const std::string locks = cache_dir(ctx.env) + "/watchers";
   std::error_code ec;
   std::filesystem::create_directories(locks, ec);
-  int lock = ::open((locks + "/" + setup.record.run_id + ".lock").c_str(),
-                    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+  const std::string lock_path = locks + "/" + setup.record.run_id + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lock < 0) {
+    // A run nobody watches keeps no gang rules: better two watchers than none.
+    fmt::print("cannot open the watcher lock {}: {}; watching without it (make {} writable, or set "
+               "XDG_CACHE_HOME)\n",
+               lock_path, std::strerror(errno), cache_dir(ctx.env));
+  } else if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
     fmt::print("another watcher of run {} is running on this host\n", setup.record.run_id);
     return 0;
   }

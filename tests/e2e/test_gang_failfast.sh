@@ -29,6 +29,14 @@ no_job_left alice "$run"
 expect_exit 4 tpurun_as alice -C "$proj" logs "$run" -f
 assert_contains "$ERR" "first failure: w5 $(worker_ip 5) exited 4"
 
+# A cache dir alice cannot write: the watcher has no lock file, says so, and
+# still watches (a run nobody watches would keep no gang rules).
+run=$(AS_USER_ENV="XDG_CACHE_HOME=/proc/no-cache-here" stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 3 5)")
+wait_verdict alice "$run" failed
+assert_eq "$(run_field alice "$run" 'r["first_failure"]["exit_code"]')" "5"
+assert_contains "$(as_user alice cat "$FAKEPOD_NFS/logs/alice/proj/$run/supervisor.log")" "watching without it"
+no_job_left alice "$run"
+
 # --on-failure continue: the others finish on their own; nobody is stopped.
 expect_exit 3 tpurun_as alice -C "$proj" stage --raw --on-failure continue -- \
   sh -c 'if [ "$TPURUN_WORKER" = 1 ]; then exit 3; fi; sleep 2; echo done'
