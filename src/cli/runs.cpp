@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 
+#include "runs/preemption_json.hpp"
 #include "util/identity.hpp"
 #include "ui/report.hpp"
 #include "tpurun/follow.hpp"
@@ -156,10 +157,7 @@ nlohmann::json run_to_json(const RunView& run) {
   }
   doc["message"] = s.message;
   doc["preemptions"] = nlohmann::json::array();
-  for (const Preemption& p : s.preemptions) {
-    doc["preemptions"].push_back(
-        {{"tpu", p.tpu}, {"state", p.state}, {"detail", p.detail}, {"at", p.at}, {"attempt", p.attempt}});
-  }
+  for (const Preemption& p : s.preemptions) doc["preemptions"].push_back(preemption_to_json(p));
   doc["workers"] = workers;
   return doc;
 }
