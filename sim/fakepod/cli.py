@@ -16,8 +16,9 @@ USAGE = """usage: fakepod up N            start (or restore) the default pod: no
        fakepod preempt NAME [--terminated]      the VM is preempted: its workers die
        fakepod delete NAME | stop NAME          as gcloud's tpu-vm delete / stop
        fakepod start NAME [--new-ips]           as tpu-vm start; --new-ips: the VM comes back on new addresses
-       fakepod create NAME [--accelerator T] [--version V] [--spot] [--internal-ips] [--new-ips]
-                           [--metadata KEY=VALUE]...
+       fakepod create NAME [--accelerator T] [--version V] [--spot | --preemptible] [--internal-ips] [--new-ips]
+                           [--metadata KEY=VALUE]... [--labels K=V,...] [--network N] [--subnetwork S]
+                           [--queued-resource QR]   (as if queued resource QR had made it)
        fakepod node-add NAME --zone Z --slots A-B [--state S] [--id ID] [--accelerator T]
                                a listing-only node over running workers (for board tests)
        fakepod fault zone-down Z [--code N --status S --message M] | zone-up Z

@@ -446,7 +446,7 @@ class Cloud:
 
         return self.start_op(node, "delete", work)
 
-    def op_create(self, project, zone, name, body):
+    def op_create(self, project, zone, name, body, queued_resource=None):
         full = "projects/%s/locations/%s/nodes/%s" % (project, zone, name)
         if not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name or ""):
             raise ApiError(400, "INVALID_ARGUMENT", "Invalid node id %r: must match [a-z]([-a-z0-9]*[a-z0-9])?"
@@ -469,7 +469,11 @@ class Cloud:
             node = Node(project, zone, name, cloud.new_node_id(), accel, body["runtimeVersion"], slots,
                         state="CREATING", metadata=body.get("metadata"), labels=body.get("labels"),
                         scheduling=body.get("schedulingConfig"), external_ips=nc.get("enableExternalIps", True),
-                        description=body.get("description"), tags=body.get("tags"))
+                        description=body.get("description"), tags=body.get("tags"), network=nc.get("network"),
+                        subnetwork=nc.get("subnetwork"), data_disks=body.get("dataDisks"),
+                        service_account=body.get("serviceAccount"),
+                        secure_boot=(body.get("shieldedInstanceConfig") or {}).get("enableSecureBoot"),
+                        queued_resource=queued_resource)
             node.health = None
             self.nodes[full] = node
         self.changed()
@@ -1118,14 +1122,25 @@ def control_route(c, method, path, query, h):
         if cmd == "create":
             body = {"acceleratorType": req.get("accelerator") or "v4-8",
                     "runtimeVersion": req.get("version") or "tpu-ubuntu2204-base",
-                    "networkConfig": {"enableExternalIps": not req.get("internal_ips")}}
+                    "networkConfig": {"enableExternalIps": not req.get("internal_ips"),
+                                      "network": req.get("network") or "default"}}
+            if req.get("subnetwork"):
+                body["networkConfig"]["subnetwork"] = req["subnetwork"]
             if req.get("spot"):
                 body["schedulingConfig"] = {"spot": True}
+            elif req.get("preemptible"):
+                body["schedulingConfig"] = {"preemptible": True}
             if req.get("metadata"):
                 body["metadata"] = req["metadata"]
+            if req.get("labels"):
+                body["labels"] = req["labels"]
+            # A node that a queued resource made: nodes.create never sets this,
+            # and the simulator has no queued resources API.
+            qr = req.get("queued_resource") and "projects/%s/locations/%s/queuedResources/%s" % (
+                project, zone, req["queued_resource"])
             if req.get("new_ips"):
                 c.settings["new_ips"] = True
-            op = c.op_create(project, zone, req["name"], body)
+            op = c.op_create(project, zone, req["name"], body, queued_resource=qr)
         else:
             node = c.node(project, zone, req["name"])
             if cmd == "preempt":
