@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tpurun/multislice.hpp"
+#include "tpurun/restart_codes.hpp"
 #include "tpurun/worker.hpp"
 
 namespace tpurun {
@@ -35,6 +36,10 @@ struct RunRecord {
   int restarts = 0;
   long long lost_after_ms = 60000;
   long long grace_ms = 10000;       // TERM → KILL when stopping the gang
+  // --restart-on-exit-codes as RestartCodes::text() ("42,127-255"); "" when not given.
+  std::string restart_on_exit_codes;
+  bool recreate = false;            // --recreate: a preempted TPU VM is created again
+  int max_preemptions = kDefaultMaxPreemptions;  // --max-preemptions
 };
 
 // "lr=0.1" -> "lr0.1"; anything outside [A-Za-z0-9.-] becomes '-'.

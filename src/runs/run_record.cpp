@@ -111,6 +111,8 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
                      {"tree_hash", r.tree_hash}, {"created_at", r.created_at},
                      {"gang", {{"on_failure", r.on_failure}, {"restarts", r.restarts},
                                {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms}}}};
+  if (!r.restart_on_exit_codes.empty()) doc["gang"]["restart_on_exit_codes"] = r.restart_on_exit_codes;
+  if (r.recreate) doc["gang"].update({{"recreate", true}, {"max_preemptions", r.max_preemptions}});
   if (r.megascale) {
     doc["slices"] = r.slices;
     doc["megascale"] = {{"num_slices", r.megascale->num_slices}, {"coordinator", r.megascale->coordinator},
@@ -161,6 +163,9 @@ RunRecord read_run_record(const std::string& log_dir) {
       r.restarts = g.value("restarts", 0);
       r.lost_after_ms = g.value("lost_after_ms", 60000LL);
       r.grace_ms = g.value("grace_ms", 10000LL);
+      r.restart_on_exit_codes = g.value("restart_on_exit_codes", "");
+      r.recreate = g.value("recreate", false);
+      r.max_preemptions = g.value("max_preemptions", kDefaultMaxPreemptions);
     }
     return r;
   } catch (const nlohmann::json::exception& e) {
