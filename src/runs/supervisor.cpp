@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "runs/preemption_recovery.hpp"
 #include "tpurun/diagnostics.hpp"
 #include "tpurun/gang.hpp"
 #include "tpurun/launch.hpp"
@@ -37,7 +38,11 @@ class Supervisor {
         cancel_(cancel),
         monitor_(policy(setup.record), indices(setup.record), resume_attempt(setup.record)),
         self_(this_process_as_supervisor()),
-        workers_(setup.record.workers) {}
+        workers_(setup.record.workers),
+        recovery_(setup, transport, processes, cancel, [this](const std::string& text) { say(text); },
+                  [this] { save(false); }) {
+    if (auto earlier = read_run_state(setup.record.log_dir)) monitor_.resume(earlier->preemptions);
+  }
 
   int run() {
     say(fmt::format("watching run {} (attempt {} of {}, on failure: {}, lost after {}s)", setup_.record.run_id,
@@ -63,15 +68,23 @@ class Supervisor {
           if (!restart(prober)) return signalled_ ? 0 : finish();
           break;
         case GangAction::finished:
-          return finish();
+          if (!preempted_at_end()) return finish();
+          if (!relaunch(prober)) return signalled_ ? 0 : finish();
+          break;
       }
     }
   }
 
  private:
   static GangPolicy policy(const RunRecord& r) {
-    GangPolicy p{r.on_failure != "continue", 1 + std::max(0, r.restarts), std::chrono::milliseconds(r.lost_after_ms)};
+    GangPolicy p;
+    p.stop_on_failure = r.on_failure != "continue";
+    p.max_attempts = 1 + std::max(0, r.restarts);
+    p.lost_after = std::chrono::milliseconds(r.lost_after_ms);
     p.start_timeout = p.lost_after + std::chrono::seconds(60);
+    if (!r.restart_on_exit_codes.empty()) p.restart_on = RestartCodes::parse(r.restart_on_exit_codes);
+    p.recreate = r.recreate;
+    p.max_preemptions = r.max_preemptions;
     return p;
   }
   static std::vector<int> indices(const RunRecord& r) {
@@ -177,11 +190,21 @@ class Supervisor {
       say("cannot restart: this run's --env values were not kept on this host; start a new run");
       return false;
     }
+    return relaunch(prober);
+  }
+
+  // The next attempt, once the TPU VM is READY (recreated if it was
+  // preempted and --recreate allows it) and every worker is free.
+  bool relaunch(std::unique_ptr<LivenessProber>& prober) {
+    const RunState& state = monitor_.state();
     std::string last;
     RestartCheck check;
     for (;;) {
       check = check_restart(setup_.record, setup_.pod, transport_, processes_, setup_.fanout, cancel_);
-      if (!check.gone.empty()) return preempted(check);
+      if (!check.gone.empty()) {
+        if (recovery_.recover(monitor_, check, workers_)) continue;
+        return preempted();
+      }
       if (check.ready()) break;
       if (check.waiting_for != last) say(check.waiting_for);
       last = check.waiting_for;
@@ -190,6 +213,7 @@ class Supervisor {
       if (!pause(std::chrono::seconds(3))) return stopped_during_restart();
     }
     move_to(check.workers, prober);
+    const int next = state.attempt + 1;
     LaunchSpec spec{setup_.record.run_id, setup_.record.log_dir, setup_.record.staged_dir, setup_.record.command,
                     setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts, std::nullopt};
     if (spec.num_workers == 0) spec.num_workers = static_cast<int>(setup_.record.workers.size());
@@ -207,8 +231,25 @@ class Supervisor {
       launch_failures_[o.worker.index] = 255;
     }
     say(fmt::format("attempt {} launched on {} of {} workers", next, launched.pids.size(), workers_.size()));
+    recovery_.resumed(monitor_, next);
     save(true);
     return true;
+  }
+
+  // An attempt failed with no restart left (or none allowed for its exit
+  // code): was the TPU VM preempted? With --recreate that is worth an attempt
+  // of its own. True when it was recreated and the run goes on.
+  bool preempted_at_end() {
+    const RunVerdict verdict = monitor_.state().verdict;
+    const bool lost = verdict == RunVerdict::lost;
+    if (!setup_.record.recreate || signalled_ || (!lost && verdict != RunVerdict::failed)) return false;
+    vm_checked_ = true;
+    RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_);
+    if (check.gone.empty()) return false;
+    if (!lost) say(fmt::format("attempt {} failed, and {}", monitor_.state().attempt, check.gone));
+    if (recovery_.recover(monitor_, check, workers_)) return true;
+    preempted();
+    return false;
   }
 
   // The workers' current addresses (a gcloud pod's TPU VM may have new ones
@@ -216,6 +257,8 @@ class Supervisor {
   void move_to(const std::vector<Worker>& now, std::unique_ptr<LivenessProber>& prober) {
     bool moved = false;
     for (size_t i = 0; i < now.size() && i < workers_.size(); ++i) {
+      // A recreated TPU VM has a new id, so new host key aliases, maybe on the old addresses.
+      if (now[i].host_key_alias != workers_[i].host_key_alias) moved = true;
       if (now[i].host == workers_[i].host) continue;
       say(fmt::format("{}: the TPU VM's worker is at {} now (was {})", now[i].name(), now[i].host, workers_[i].host));
       moved = true;
@@ -225,14 +268,14 @@ class Supervisor {
     prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
   }
 
-  // The TPU VM is gone for good: the run ends here, whatever attempts are left.
-  bool preempted(const RestartCheck& check) {
-    say(fmt::format("{}; it never comes back by itself: delete it and create it again, then stage the run again "
-                    "(its logs stay here)",
-                    check.gone));
-    const std::string tpu = setup_.pod.gcloud ? setup_.pod.gcloud->name : setup_.pod.name;
-    monitor_.preempted(Preemption{tpu, check.gone_state, check.gone, iso8601_utc(Clock::now()), 0});
-    message_ = check.gone;
+  // The TPU VM is gone and was not recreated: the run ends here, whatever
+  // attempts are left (or the watcher was signalled meanwhile).
+  bool preempted() {
+    if (recovery_.signalled()) {
+      signalled_ = true;
+    } else {
+      message_ = recovery_.message();
+    }
     return false;
   }
 
@@ -248,9 +291,11 @@ class Supervisor {
 
   int finish() {
     // A lost gang on a gcloud pod: was the TPU VM preempted? Then say so.
-    if (monitor_.state().verdict == RunVerdict::lost && !signalled_) {
+    // (With --recreate, preempted_at_end() has asked already: nothing is created here.)
+    if (monitor_.state().verdict == RunVerdict::lost && !signalled_ && !vm_checked_ && !setup_.record.recreate) {
       if (RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_); !check.gone.empty()) {
-        preempted(check);
+        recovery_.recover(monitor_, check, workers_);
+        preempted();
       }
     }
     monitor_.give_up();
@@ -274,6 +319,8 @@ class Supervisor {
   std::map<int, int> launch_failures_;  // worker -> synthetic exit code for the attempt
   bool signalled_ = false;
   std::vector<Worker> workers_;  // where the run's jobs are: the record's, moved when the TPU VM's addresses change
+  PreemptionRecovery recovery_;
+  bool vm_checked_ = false;  // the TPU VM was described after the last attempt ended
 };
 
 }  // namespace
