@@ -71,7 +71,14 @@ json.dump(s, open(work + "/static.json", "w"), indent=1)
 PY
   chmod 644 "$work/gcloud.json" "$work/static.json"
   gc_b8 || { echo "gcloud alpha ssh --batch-size failed at $n workers" >&2; exit 1; }
+  # The pod came back with another size under the same name: to tpurun that is
+  # a recreated VM, whose kept describe (up to 10 minutes) is out of date.
+  rm -rf "$home/.cache/tpurun/describe"
   tp_gcloud || { echo "tpurun exec on the gcloud pod failed at $n workers" >&2; as_alice "$bin" --config "$work/gcloud.json" exec -- true; exit 1; }
+  for cfg in gcloud static; do  # every run below must reach all n workers
+    got=$(as_alice "$bin" --config "$work/$cfg.json" exec -- echo reached 2>/dev/null | grep -c reached || true)
+    [[ $got == "$n" ]] || { echo "tpurun exec on the $cfg pod reached $got of $n workers" >&2; exit 1; }
+  done
   tp_static || { echo "tpurun exec on the static pod failed at $n workers" >&2; exit 1; }
   for ((r = 1; r <= REPS; r++)); do
     timed "gcloud/$n" gc_all

@@ -13,6 +13,10 @@ Standard library only. On a fakepod worker (or a real TPU VM) it:
   4. prints "worker <id> step <k> loss <x>" every --step-time seconds;
   5. on a normal exit (or SIGTERM) closes the devices and deletes the lockfile.
      SIGKILL leaves the lockfile behind, just like a killed JAX job.
+While it holds the TPU it also serves libtpu's runtime metrics (gRPC, on
+127.0.0.1:8431) the way tpu-info reads them, when python3-grpcio is installed:
+see libtpu_metrics.py. That part alone is not standard library, and is
+optional.
 """
 import argparse
 import errno
@@ -173,6 +177,42 @@ class Stop(Exception):
     pass
 
 
+def chip_device_ids(chips):
+    """libtpu's device ids: /dev/accelN is device N; /dev/vfio/<group> chips
+    are numbered 0.. in order (the group is an IOMMU number, not an id)."""
+    ids = []
+    for i, path in enumerate(chips):
+        m = re.match(r"/dev/accel(\d+)$", path)
+        ids.append(int(m.group(1)) if m else i)
+    return ids
+
+
+def start_metrics(args, chips, log):
+    """Imported here: only a trainer that serves metrics needs grpcio."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.dont_write_bytecode = True  # no __pycache__ left in the user's project
+    try:
+        import libtpu_metrics
+    except ImportError as e:
+        if log:
+            log.write("metrics: not served (%s)\n" % e)
+        return None, []
+    kind = "accel" if chips[0].startswith("/dev/accel") else "vfio"
+    runtime = libtpu_metrics.FakeRuntime(chip_device_ids(chips), kind, args.hbm_fraction, args.duty_cycle)
+    return runtime, (libtpu_metrics, libtpu_metrics.start(args.metrics_addr, runtime, log))
+
+
+def set_phase(runtime, phase):
+    if runtime is not None:
+        runtime.phase = phase
+
+
+def stop_metrics(metrics):
+    if metrics:
+        module, started = metrics
+        module.stop(started)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20)
@@ -183,6 +223,16 @@ def main():
     ap.add_argument("--children", type=int, default=0,
                     help="fork K children that hold the TPU devices too (like multiprocessing/Ray)")
     ap.add_argument("--forever", action="store_true", help="run until killed")
+    ap.add_argument("--stall", action="store_true",
+                    help="after compiling, hang: hold the TPU at 0%% duty cycle, print nothing, until killed")
+    ap.add_argument("--compile-time", type=float, default=0.0,
+                    help="seconds of 'compiling' before the first step (which also counts as compiling)")
+    ap.add_argument("--duty-cycle", type=float, default=87.5,
+                    help="the duty cycle %% the metrics service reports while training")
+    ap.add_argument("--hbm-fraction", type=float, default=0.62,
+                    help="the share of each chip's HBM in use once compiled")
+    ap.add_argument("--metrics-addr", default="127.0.0.1:8431",
+                    help="where to serve libtpu's metrics service ('none': not at all)")
     args = ap.parse_args()
 
     wid = worker_id()
@@ -197,6 +247,8 @@ def main():
     log = None
     code = args.exit_code
     children = []
+    runtime = None
+    metrics = []
     try:
         chips, paths = find_devices()
         if not chips:
@@ -232,11 +284,25 @@ def main():
                     os._exit(0)
             children.append(pid)
 
+        # Like libtpu, serve the metrics once the TPU is ours (after the fork:
+        # the children must not inherit gRPC's threads).
+        if args.metrics_addr != "none":
+            runtime, metrics = start_metrics(args, chips, log)
+
         rng = random.Random(int(wid) if wid.isdigit() else 0)
+        if args.compile_time > 0:
+            time.sleep(args.compile_time)
+        if args.stall:
+            time.sleep(args.step_time)
+            set_phase(runtime, "stalled")
+            while True:
+                time.sleep(3600)
         k = 0
         while args.forever or k < args.steps:
             time.sleep(args.step_time)
             k += 1
+            if k == 1:
+                set_phase(runtime, "training")
             loss = 2.5 * math.exp(-0.05 * k) + 0.01 * rng.random()
             line = "worker %s step %d loss %.4f" % (wid, k, loss)
             print(line, flush=True)
@@ -249,6 +315,7 @@ def main():
     except KeyboardInterrupt:
         code = 130
     finally:
+        stop_metrics(metrics)
         for pid in children:
             try:
                 os.kill(pid, signal.SIGKILL)

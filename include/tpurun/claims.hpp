@@ -80,6 +80,14 @@ class Board {
   std::optional<Claim> release(const std::string& pod, const std::string& user,
                                WallClock::time_point now) const;
 
+  // Idle marks, for the board's "idle 2h10m": a run's watcher, as the run's
+  // user, says since when every chip of the run has been at 0% duty cycle
+  // (`idle-<run id>`, readable by all; run dirs are private to their user).
+  // A mark counts only when its owner is the user it names.
+  void mark_idle(const std::string& run_id, const std::string& user, WallClock::time_point since) const;
+  void clear_idle(const std::string& run_id) const;
+  std::optional<WallClock::time_point> idle_since(const std::string& run_id, const std::string& user) const;
+
  private:
   std::string logs_root_;
   std::function<std::optional<uid_t>(const std::string&)> uid_of_;

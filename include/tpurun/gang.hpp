@@ -78,6 +78,11 @@ class GangMonitor {
   void resume(const std::vector<Preemption>& earlier);
   // The last failure may be restarted (--restart-on-exit-codes).
   bool retryable() const;
+  // The attempt is stalled (every worker at 0% duty cycle, no new log line)
+  // and --on-stall asks for action: it fails as a whole, the next observe()
+  // says stop_others (whatever --on-failure says), and a restart follows only
+  // when `may_restart` and --restarts allow.
+  void stalled(Time now, const std::string& detail, bool may_restart);
 
  private:
   struct Tracker {
@@ -95,6 +100,8 @@ class GangMonitor {
   std::vector<Tracker> trackers_;
   bool stopping_ = false;           // stop_others was returned this attempt
   bool failed_this_attempt_ = false;  // first_failure belongs to this attempt
+  bool stalled_ = false;              // this attempt failed by stalling
+  bool no_restart_ = false;           // ... under --on-stall stop
 };
 
 // "killed by SIGTERM" for 143, "exited 3" for 3.

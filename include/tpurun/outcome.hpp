@@ -11,8 +11,9 @@
 namespace tpurun {
 
 // timeout: the worker did not answer (connect, keepalives); deadline: the
-// command ran past exec --timeout and was stopped.
-enum class ErrorKind { connect, timeout, hostkey, auth, channel, interrupted, local, deadline };
+// command ran past exec --timeout and was stopped; refused: a stream to a port
+// on the worker found nothing listening there (Connection::open_stream).
+enum class ErrorKind { connect, timeout, hostkey, auth, channel, interrupted, local, deadline, refused };
 const char* to_string(ErrorKind kind);
 
 // The worker could not be reached, or the session broke.

@@ -40,6 +40,11 @@ struct RunRecord {
   std::string restart_on_exit_codes;
   bool recreate = false;            // --recreate: a preempted TPU VM is created again
   int max_preemptions = kDefaultMaxPreemptions;  // --max-preemptions
+  // A stall: every worker at 0% duty cycle (libtpu's metrics) and no new log
+  // line for this long. report (the default) only records it; stop and
+  // restart hand it to the gang rules as a failure of the attempt.
+  long long stall_after_ms = 30 * 60 * 1000;
+  std::string on_stall = "report";  // report | stop | restart
 };
 
 // "lr=0.1" -> "lr0.1"; anything outside [A-Za-z0-9.-] becomes '-'.

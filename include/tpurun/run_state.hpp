@@ -84,6 +84,8 @@ struct RunState {
   bool stopped_others = false;               // tpurun stopped the other workers' jobs
   std::string message;                        // what the supervisor is doing or waiting for
   std::vector<Preemption> preemptions;        // in order
+  std::string stalled_since;  // ISO 8601 while the run is stalled (every worker at 0% and no new log line)
+  std::string idle_since;     // ISO 8601 while every worker's chips are at 0% duty cycle (the board's idle time)
   SupervisorInfo supervisor;
   std::string updated_at;
 };

@@ -32,6 +32,18 @@ tpurun_feature(src/util/parse_double.cpp TPURUN_HAVE_FROM_CHARS_DOUBLE)
 # one their headers only, since the libraries' sonames differ between the
 # systems the package is for (libfmt7/8/9; libxxhash 0.7.3 on Ubuntu 20.04
 # has other XXH3-128 values and no run-time dispatch).
+# nghttp2: shared in a normal build; in a portable one its static library
+# (~160 KB), one dependency fewer for the tarball (libnghttp2.so.14 is on
+# every target system, but not always installed).
+add_library(tpurun_nghttp2 INTERFACE)
+if(TPURUN_PORTABLE)
+  find_library(TPURUN_NGHTTP2_STATIC NAMES libnghttp2.a HINTS ${NGHTTP2_LIBRARY_DIRS} REQUIRED)
+  target_include_directories(tpurun_nghttp2 INTERFACE ${NGHTTP2_INCLUDE_DIRS})
+  target_link_libraries(tpurun_nghttp2 INTERFACE ${TPURUN_NGHTTP2_STATIC})
+else()
+  target_link_libraries(tpurun_nghttp2 INTERFACE PkgConfig::NGHTTP2)
+endif()
+
 add_library(tpurun_fmt INTERFACE)
 add_library(tpurun_spdlog INTERFACE)
 add_library(tpurun_xxhash INTERFACE)

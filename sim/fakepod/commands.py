@@ -6,12 +6,13 @@ import json
 import os
 import pwd
 import resource
+import shlex
 import socket
 import subprocess
 import sys
 import time
 
-from . import config, host, procs, workers
+from . import config, host, nfsmode, procs, workers
 
 LIB_SRC = os.path.dirname(os.path.abspath(__file__))
 
@@ -178,20 +179,24 @@ def cmd_up(args):
     raise_limits()
     os.chmod(env.state, 0o755)
     os.makedirs(env.path("bin"), mode=0o755, exist_ok=True)
-    for d in ("staging", "logs"):
-        os.makedirs(os.path.join(env.nfs, d), exist_ok=True)
-        os.chmod(os.path.join(env.nfs, d), 0o1777)
-    os.chmod(env.nfs, 0o755)
+    nfs_mode, nfs_options, nfs_client = nfs_request()
+    if nfs_mode == "bind" and (nfsmode.host_mounts(env) or nfsmode.host_daemon(env)):
+        nfsmode.unmount_host(env)  # it was in NFS mode
+    nfsmode.write_settings(env, nfs_mode, nfs_options, nfs_client)
+    nfsmode.make_roots(env, nfs_mode)
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     users = sim_users(env)
     host.setup_users([u for u in users if u not in config.SIM_USERS])
     host.build_image(env, [u for u in users if u not in config.SIM_USERS])
     new_keys = [s for s in range(n) if not os.path.exists(os.path.join(env.wdir(s), "ssh_host_ed25519_key"))]
     netns_on = os.environ.get("FAKEPOD_NETNS", "1") != "0"
-    if not server_alive(env) or (netns_on and not fwd_alive(env)) or lib_hash(netns_on) != installed_hash(env):
+    want_hash = lib_hash(netns_on, nfsmode.settings(env))
+    restarted = False
+    if not server_alive(env) or (netns_on and not fwd_alive(env)) or want_hash != installed_hash(env):
+        restarted = True
         stop_daemons(env)
         workers.write_static(env, LIB_SRC)
-        procs.write_file(env.path("lib", ".hash"), lib_hash(netns_on) + "\n")
+        procs.write_file(env.path("lib", ".hash"), want_hash + "\n")
         if netns_on:
             start_daemon(env, "netns_main.py", [env.state], "netfwd.pid", "netfwd.log")
             if not wait_socket(env.path("netfwd.sock")):
@@ -206,6 +211,11 @@ def cmd_up(args):
             time.sleep(0.02)
         if not os.path.exists(env.path("api.port")) or not wait_socket(env.path("control.sock")):
             die("the API server did not start (see %s)" % env.path("server.log"))
+    if nfs_mode == "fuse" and (restarted or not nfsmode.host_ok(env)):
+        try:
+            nfsmode.mount_host(env)  # the dev VM's client (the workers mount theirs at boot)
+        except RuntimeError as e:
+            die(str(e))
     port = int(open(env.path("api.port")).read())
     for u in ["root"] + users:
         try:
@@ -215,6 +225,14 @@ def cmd_up(args):
         host.write_gcloud_config(env, u, port)
     host.forget_host_keys(env, [env.ip(s) for s in new_keys])
     r = control(env, "up", {"n": n, "device": env.device})
+    if nfs_mode == "fuse":
+        # Each worker's boot mounted its client (its fstab line); nfs.pid is
+        # written once a client is ready.
+        bad = [s for s in range(n) if not os.path.exists(os.path.join(env.wdir(s), "nfs.pid"))]
+        if bad:
+            die("the NFS client of worker(s) %s did not mount at boot: see %s"
+                % (" ".join(map(str, bad)), " ".join(os.path.join(env.wdir(s), f) for s in bad[:2]
+                                                     for f in ("console.log", "nfs.log"))))
     keys = {}
     for s in range(n):
         try:
@@ -228,20 +246,38 @@ def cmd_up(args):
         print("fakepod: already up: %d workers (%s .. %s), config %s; API http://127.0.0.1:%d/"
               % (n, env.ip(0), env.ip(n - 1), env.path("tpurun.json"), port))
         return
-    print("fakepod: up: %d workers (%s .. %s, device %s, started %d) in %.1fs; config %s; API http://127.0.0.1:%d/"
+    print("fakepod: up: %d workers (%s .. %s, device %s, started %d) in %.1fs; config %s; API http://127.0.0.1:%d/%s"
           % (n, env.ip(0), env.ip(n - 1), env.device, r["started"], time.monotonic() - t0,
-             env.path("tpurun.json"), port))
+             env.path("tpurun.json"), port,
+             "; %s: NFS-like client mounts of %s" % (env.nfs, nfsmode.export_dir(env, nfs_mode))
+             if nfs_mode == "fuse" else ""))
 
 
-def lib_hash(netns_on=True):
-    """A hash of this package's sources: when they change, `up` restarts the
-    daemons (and so the workers) on the new code."""
+def nfs_request():
+    """FAKEPOD_NFS_MODE, FAKEPOD_NFS_OPTIONS and FAKENFS_CLIENT, as `up` reads them."""
+    mode = os.environ.get("FAKEPOD_NFS_MODE") or "bind"
+    if mode not in nfsmode.MODES:
+        die("FAKEPOD_NFS_MODE must be bind (a plain shared dir) or fuse (NFS-like client mounts), not %r" % mode, 2)
+    if mode == "fuse":
+        if not os.path.exists("/dev/fuse"):
+            die("FAKEPOD_NFS_MODE=fuse needs /dev/fuse", 2)
+        if subprocess.run(["/usr/bin/python3", "-c", "import pyfuse3, trio"], capture_output=True).returncode != 0:
+            die("FAKEPOD_NFS_MODE=fuse needs Debian's python3-pyfuse3 (scripts/install-deps)", 2)
+    return mode, os.environ.get("FAKEPOD_NFS_OPTIONS", ""), os.environ.get("FAKENFS_CLIENT", "")
+
+
+def lib_hash(netns_on=True, nfs=None):
+    """A hash of this package's and sim/nfs's sources and of the shared
+    mount's settings: when they change, `up` restarts the daemons (and so the
+    workers) on the new code, with the new mount."""
     import hashlib
     h = hashlib.sha256(b"netns=%d\n" % netns_on)
-    for name in sorted(os.listdir(LIB_SRC)):
-        if name.endswith(".py"):
-            with open(os.path.join(LIB_SRC, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
+    h.update(json.dumps(nfs or {}, sort_keys=True).encode() + b"\n")
+    for src in (LIB_SRC, os.path.join(os.path.dirname(LIB_SRC), "nfs")):
+        for name in sorted(os.listdir(src)):
+            if name.endswith(".py"):
+                with open(os.path.join(src, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
     return h.hexdigest()
 
 
@@ -280,8 +316,9 @@ def cmd_down(args):
         return
     lock = Lock(env)
     n = nworkers(env)
-    kill_all_workers(env)
+    kill_all_workers(env)  # the workers' NFS clients die with their namespaces
     stop_daemons(env)
+    nfsmode.unmount_host(env)
     lib = env.path("lib")
     extra = ("/usr/bin/python3 -E -s %s/" % lib,)
     for _ in range(50):
@@ -351,6 +388,12 @@ def cmd_status(args):
                                                 " (view)" if nd["view"] else ""))
     if st["faults"]:
         print("faults %s" % json.dumps(st["faults"], sort_keys=True))
+    nfs = nfsmode.settings(env)
+    if nfs["mode"] == "fuse":
+        pid = nfsmode.host_daemon(env)
+        print("nfs fuse %s export %s: dev VM client %s%s" % (env.nfs, nfs["export"],
+                                                            "pid %d" % pid if pid else "NOT MOUNTED",
+                                                            " options " + nfs["options"] if nfs["options"] else ""))
 
 
 def cmd_env(args):
@@ -368,6 +411,10 @@ def cmd_env(args):
         pass
     print("FAKEPOD_STATE=%s" % env.state)
     print("FAKEPOD_NFS=%s" % env.nfs)
+    nfs = nfsmode.settings(env)
+    print("FAKEPOD_NFS_MODE=%s" % nfs["mode"])
+    print("FAKEPOD_NFS_EXPORT=%s" % nfs["export"])
+    print("FAKEPOD_NFS_OPTIONS=%s" % shlex.quote(nfs["options"]))
     print("FAKEPOD_NET=%s" % env.net)
     print("FAKEPOD_WORKERS=%d" % nworkers(env))
     print("FAKEPOD_CONFIG=%s" % env.path("tpurun.json"))

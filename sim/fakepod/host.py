@@ -4,7 +4,7 @@ import os
 import pwd
 import subprocess
 
-from . import config, procs
+from . import config, nfsmode, procs
 
 SITE_SUDOERS = """# fakepod's site policy (the image's /etc/sudoers.d/zz-fakepod-site): carol
 # may log in but may not use sudo, as an admin would do with `deluser carol
@@ -12,6 +12,13 @@ SITE_SUDOERS = """# fakepod's site policy (the image's /etc/sudoers.d/zz-fakepod
 # lacks the admin role.)
 carol ALL=(ALL:ALL) !ALL
 """
+
+
+# The GECOS field of every dev VM user the simulator makes. Each pod's image
+# leaves them all out, not only its own: a user that another pod beside this
+# one added (`fakepod user add`) would otherwise be an account of this pod's
+# image and push the next users' uids up on its workers.
+MARK = "fakepod user"
 
 
 def run(*argv, **kw):
@@ -27,9 +34,10 @@ def setup_users(extra=()):
     _authorize("root", "/root")
     for u in config.SIM_USERS + tuple(extra):
         try:
-            pwd.getpwnam(u)
+            if pwd.getpwnam(u).pw_gecos != MARK:
+                run("usermod", "-c", MARK, u)
         except KeyError:
-            run("useradd", "-m", "-s", "/bin/bash", "-U", u)
+            run("useradd", "-m", "-s", "/bin/bash", "-U", "-c", MARK, u)
         # With UsePAM no, sshd refuses a locked ("!") account even for keys.
         sh = subprocess.run(["getent", "shadow", u], capture_output=True, text=True).stdout.split(":")
         if len(sh) > 1 and sh[1].startswith("!"):
@@ -158,7 +166,7 @@ def build_image(env, extra_users=()):
     VM's /etc without the simulated users (they arrive through metadata or OS
     Login), without the dev VM's sudoers grant (a whiteout), and with the
     site's sudo policy."""
-    managed = set(config.SIM_USERS) | set(extra_users)
+    managed = set(config.SIM_USERS) | set(extra_users) | {p.pw_name for p in pwd.getpwall() if p.pw_gecos == MARK}
     img = env.path("image", "etc")
     os.makedirs(os.path.join(img, "sudoers.d"), exist_ok=True)
     for name, mode in (("passwd", 0o644), ("shadow", 0o640), ("group", 0o644), ("gshadow", 0o640)):
@@ -190,9 +198,12 @@ def build_image(env, extra_users=()):
     envfile = os.path.join(img, "fakepod.env")
     want = ("# fakepod: this worker's simulator (read by /sbin/mount.fakenfs)\nFAKEPOD_STATE=%s\n"
             "FAKEPOD_EXPORT=%s\n" % (env.state, env.path("nfs-export")))
-    if os.environ.get("FAKENFS_CLIENT"):
-        # An NFS-like client (e.g. sim/nfs) that mount.fakenfs runs instead of a bind.
-        want += "FAKENFS_CLIENT=%s\n" % os.environ["FAKENFS_CLIENT"]
+    nfs = nfsmode.settings(env)
+    client = nfsmode.client_program(env, nfs["mode"], nfs["client"])
+    if client:
+        # An NFS-like client that mount.fakenfs runs instead of a bind: the
+        # pod's own in NFS mode (nfsclient.py), or FAKENFS_CLIENT from `up`.
+        want += "FAKENFS_CLIENT=%s\n" % client
     if not os.path.exists(envfile) or open(envfile).read() != want:
         procs.write_file(envfile, want, 0o644)
     site = os.path.join(img, "sudoers.d", "zz-fakepod-site")

@@ -64,9 +64,19 @@ if [ "$FP_DISK" = 1 ]; then
   # The shared "NFS" dir: hidden (an empty read-only dir, like an unmounted
   # mount point) until something mounts it; $STATE/nfs-export keeps what
   # mount.fakenfs binds (this namespace only). Boot mounts the fakenfs lines
-  # of the VM's /etc/fstab, as systemd would.
-  mount --bind "$FP_NFS" "$STATE/nfs-export" || fail "bind export"
+  # of the VM's /etc/fstab, as systemd would. In NFS mode ($STATE/nfs.env,
+  # nfsmode.py) the host's $FP_NFS is the dev VM's own client: this namespace
+  # got a copy of it, which goes (this VM mounts its own client).
+  FP_NFS_MODE=bind FP_NFS_EXPORT=$FP_NFS
+  [ -r "$STATE/nfs.env" ] && . "$STATE/nfs.env"
+  if [ "$FP_NFS_MODE" = fuse ]; then
+    while awk -v m="$FP_NFS" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; do
+      umount -l "$FP_NFS" || fail "drop the dev VM's client at $FP_NFS"
+    done
+  fi
+  mount --bind "$FP_NFS_EXPORT" "$STATE/nfs-export" || fail "bind export"
   mount -t tmpfs -o ro,mode=755,size=4k tmpfs "$FP_NFS" || fail "hide $FP_NFS"
+  rm -f "$W/nfs.pid"
   case $(</etc/fstab) in
     *fakenfs*) mount -a -t fakenfs >>"$W/console.log" 2>&1 || echo "init w$slot: mount -a -t fakenfs failed" >&2 ;;
   esac
@@ -121,10 +131,21 @@ def write_static(env, lib_src):
     os.makedirs(tmp)
     shutil.copytree(lib_src, os.path.join(tmp, "fakepod"),
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests"))
+    # The NFS-like client (sim/nfs) for NFS mode (nfsmode.py, nfsclient.py).
+    shutil.copytree(os.path.join(os.path.dirname(lib_src), "nfs"), os.path.join(tmp, "simnfs"),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests"))
     for name in ("agent", "server", "netns"):
         procs.write_file(os.path.join(tmp, "%s_main.py" % name),
                          "import sys\nsys.path.insert(0, %r)\nfrom fakepod import %s\n%s.main(sys.argv[1:])\n"
                          % (lib, name, name))
+    procs.write_file(os.path.join(tmp, "simnfs_main.py"),
+                     "import sys\nsys.path.insert(0, %r)\nfrom fakepod import nfsclient\n"
+                     "sys.exit(nfsclient.main(sys.argv[1:]))\n" % lib)
+    # What mount.fakenfs runs in NFS mode ($FAKENFS_CLIENT): site packages on
+    # (-s only), for Debian's pyfuse3.
+    procs.write_file(os.path.join(tmp, "mount.simnfs"),
+                     '#!/bin/sh\nexec /usr/bin/python3 -E -s %s "$@"\n' % os.path.join(lib, "simnfs_main.py"),
+                     0o755)
     old = lib + ".old"
     shutil.rmtree(old, ignore_errors=True)
     if os.path.exists(lib):
@@ -148,8 +169,10 @@ def _dev_template(env, device):
     shutil.rmtree(t, ignore_errors=True)
     for d in ("", "pts", "shm"):
         os.makedirs(os.path.join(t, d), mode=0o755)
+    # /dev/fuse as on a real VM's image (Ubuntu has it): NFS mode mounts the
+    # worker's own client through it.
     subprocess.run(["cp", "-a", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-                    "/dev/tty", t + "/"], check=True)
+                    "/dev/tty"] + (["/dev/fuse"] if os.path.exists("/dev/fuse") else []) + [t + "/"], check=True)
     os.symlink("pts/ptmx", os.path.join(t, "ptmx"))
     os.symlink("/proc/self/fd", os.path.join(t, "fd"))
     for i, n in enumerate(("stdin", "stdout", "stderr")):

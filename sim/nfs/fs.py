@@ -41,6 +41,7 @@ import errno
 import logging
 import os
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -81,7 +82,7 @@ class Node:
     """One inode this client knows, by its file handle (handles.py)."""
 
     __slots__ = ("ino", "pool", "handle", "pinned", "lookups", "opens", "is_dir", "attr", "given",
-                 "dirty", "__weakref__")
+                 "dirty", "forgetting", "__weakref__")
 
     def __init__(self, ino, pool, fd, is_dir):
         self.ino = ino
@@ -95,6 +96,7 @@ class Node:
         self.attr = None  # AttrTimeo once attributes were handed out
         self.given = set()  # names in this directory the kernel may have cached
         self.dirty = Dirty()
+        self.forgetting = []  # threads dropping names handed out in this directory
 
     @property
     def fd(self):
@@ -222,13 +224,23 @@ class NfsClient(pyfuse3.Operations):
         return st
 
     def _timeout(self, node, st, now=None):
-        """Takes fresh attributes in; returns (changed, attr_timeout)."""
+        """Takes fresh attributes in; returns (changed, attr_timeout).
+
+        A directory seen changed, whichever request brought its attributes in
+        (a GETATTR, an OPENDIR, a LOOKUP or READDIRPLUS entry of it), has every
+        name cached in it looked up again: nfs_update_inode calls
+        nfs_force_lookup_revalidate, which outdates the verifier of every
+        dentry in it, negative ones too. (Only noticing the change, and taking
+        the new attributes in, would hide it from the next revalidation.)"""
         now = time.monotonic() if now is None else now
         lo, hi = self.o.timeouts.bounds(node.is_dir)
         if node.attr is None:
             node.attr = AttrTimeo(lo, now, _seen(st))
             return False, lo
-        return node.attr.refresh(_seen(st), lo, hi, now)
+        changed, timeo = node.attr.refresh(_seen(st), lo, hi, now)
+        if changed and node.is_dir:
+            self._start_forgetting(node)
+        return changed, timeo
 
     def _attrs(self, node, st, timeo):
         e = pyfuse3.EntryAttributes()
@@ -279,14 +291,11 @@ class NfsClient(pyfuse3.Operations):
         except OSError:
             pass
 
-    async def _forget_names(self, dir_node, wait=0.5):
-        """The directory changed: every dentry we handed out in it must be looked up again.
-
-        The kernel takes the directory's lock to drop a dentry, and a caller
-        may be holding it while it waits for this very reply (a create checks
-        the directory's permissions under the lock), so we wait a little, not
-        forever; the invalidation then lands as soon as the lock is free.
-        """
+    def _start_forgetting(self, dir_node):
+        """The directory changed: every dentry we handed out in it must be
+        looked up again. A thread drops them: the kernel takes the directory's
+        lock to drop a dentry, and a caller may be holding it while it waits
+        for the very reply that noticed the change."""
         names, dir_node.given = dir_node.given, set()
         log.debug("directory %d changed: forgetting %d names", dir_node.ino, len(names))
         if not names:
@@ -300,8 +309,26 @@ class NfsClient(pyfuse3.Operations):
                 except OSError:
                     pass
 
-        with trio.move_on_after(wait):
-            await trio.to_thread.run_sync(work, cancellable=True)
+        t = threading.Thread(target=work, name="forget-%d" % ino, daemon=True)
+        t.start()
+        dir_node.forgetting = [x for x in dir_node.forgetting if x.is_alive()] + [t]
+
+    async def _forgotten(self, dir_node, wait):
+        """Waits until the names being dropped in the directory are gone: a
+        little, not forever (see _start_forgetting); the rest then lands as
+        soon as the lock is free."""
+        threads = [t for t in dir_node.forgetting if t.is_alive()]
+        dir_node.forgetting = threads
+        if not threads:
+            return
+
+        def join():
+            deadline = time.monotonic() + wait
+            for t in threads:
+                t.join(max(0.0, deadline - time.monotonic()))
+
+        with trio.move_on_after(wait + 0.1):
+            await trio.to_thread.run_sync(join, cancellable=True)
 
     def _wcc(self, dir_node, before):
         """Weak cache consistency: our own change to a directory is not news.
@@ -415,7 +442,7 @@ class NfsClient(pyfuse3.Operations):
         changed, timeo = self._timeout(node, st)
         log.debug("getattr %d changed=%s timeout=%s", inode, changed, timeo)
         if changed and node.is_dir:
-            await self._forget_names(node)
+            await self._forgotten(node, 0.5)
         return self._attrs(node, st, timeo)
 
     @_oserror
@@ -485,7 +512,9 @@ class NfsClient(pyfuse3.Operations):
             changed, _ = self._timeout(node, st)
             if changed:
                 self._drop_attrs(node)
-                await self._forget_names(node, wait=5.0)
+            # Also when another request noticed the change first: its names
+            # must be gone before this open returns.
+            await self._forgotten(node, 5.0)
         fh = self.next_fh
         self.next_fh += 1
         self.handles[fh] = Handle(fd, node, False)

@@ -45,6 +45,7 @@ def parse_args(argv):
                    help="O_PATH fds kept open (others are reopened by file handle; default 4096)")
     p.add_argument("--stats", help="on SIGUSR1, write the requests served so far, by kind, "
                                    "to this file (JSON)")
+    p.add_argument("--pidfile", help="the daemon writes its pid here once the mount is ready")
     p.add_argument("--foreground", action="store_true", help="stay attached; Ctrl-C unmounts")
     p.add_argument("--log", help="append the daemon's log here (default: stderr, then nothing)")
     p.add_argument("--debug", action="store_true")
@@ -154,6 +155,10 @@ def serve(a, ready_fd=None):
     os.umask(0)  # modes arrive with the caller's umask already applied
     pyfuse3.init(ops, a.mountpoint, opts)
     device = our_mount(a.mountpoint)
+    if a.pidfile:
+        with open(os.open(a.pidfile + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "w") as f:
+            f.write("%d\n" % os.getpid())
+        os.replace(a.pidfile + ".tmp", a.pidfile)
     if ready_fd is not None:
         os.write(ready_fd, b"ok")
         os.close(ready_fd)

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
+#include <nlohmann/json.hpp>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -46,6 +48,11 @@ UniqueFd open_board(const std::string& logs_root, bool create) {
     throw std::runtime_error(root.error().message());
   }
   const std::string path = logs_root + "/" + kBoard;
+  // Claims are taken from other hosts: on NFS this client may still cache
+  // "no .board" (or an old one) for a minute. Opening logs_root (the fd above
+  // is O_PATH, which NFS does not revalidate) is its close-to-open check: a
+  // changed directory drops its cached lookups, found or not.
+  UniqueFd revalidated(::openat(root->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   UniqueFd fd(::openat(root->fd.get(), kBoard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd && errno == ENOENT) {
     if (!create) return {};
@@ -242,6 +249,49 @@ ClaimOutcome Board::claim(const std::string& pod, const std::string& user, std::
     return out;
   }
   throw std::runtime_error(fmt::format("could not take a claim on '{}': too many concurrent claims", pod));
+}
+
+void Board::mark_idle(const std::string& run_id, const std::string& user, WallClock::time_point since) const {
+  if (!is_plain_name(run_id)) throw std::runtime_error(fmt::format("invalid run id '{}'", run_id));
+  UniqueFd board = open_board(logs_root_, true);
+  const nlohmann::json mark{{"run_id", run_id}, {"user", user}, {"idle_since", format_utc(since)}};
+  std::string temp = write_temp(board.get(), dir(), mark.dump() + "\n");
+  const std::string name = "idle-" + run_id;
+  if (::renameat(board.get(), temp.c_str(), board.get(), name.c_str()) != 0) {
+    int err = errno;
+    ::unlinkat(board.get(), temp.c_str(), 0);
+    fail("write", dir() + "/" + name, err);
+  }
+}
+
+void Board::clear_idle(const std::string& run_id) const {
+  if (!is_plain_name(run_id)) return;
+  UniqueFd board = open_board(logs_root_, false);
+  if (board) ::unlinkat(board.get(), ("idle-" + run_id).c_str(), 0);
+}
+
+std::optional<WallClock::time_point> Board::idle_since(const std::string& run_id, const std::string& user) const {
+  if (!is_plain_name(run_id)) return std::nullopt;
+  UniqueFd board = open_board(logs_root_, false);
+  if (!board) return std::nullopt;
+  UniqueFd fd(::openat(board.get(), ("idle-" + run_id).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) return std::nullopt;
+  auto uid = uid_of_(user);
+  if (!uid || *uid != st.st_uid || (st.st_mode & (S_IWGRP | S_IWOTH))) return std::nullopt;  // as for claims
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  if (::read(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return std::nullopt;
+  try {
+    const auto mark = nlohmann::json::parse(text);
+    if (mark.value("run_id", "") != run_id || mark.value("user", "") != user) return std::nullopt;
+    std::tm tm{};
+    const std::string since = mark.value("idle_since", "");
+    const char* end = ::strptime(since.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (end == nullptr || *end != '\0') return std::nullopt;
+    return WallClock::from_time_t(::timegm(&tm));
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
 }
 
 std::optional<Claim> Board::release(const std::string& pod, const std::string& user, WallClock::time_point now) const {

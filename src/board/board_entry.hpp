@@ -18,6 +18,9 @@ struct BoardHolder {
   std::string command;
   std::optional<std::string> run_id;
   std::vector<int> workers;
+  // Since when every chip of its run has been at 0% duty cycle (the run's
+  // watcher records it; see BoardScanner's IdleLookup).
+  std::optional<WallClock::time_point> idle_since;
 };
 
 struct BoardEntry {

@@ -116,6 +116,15 @@ std::vector<BoardEntry> BoardScanner::scan(const CancelToken& cancel, WallClock:
       e.workers = scan_workers(config.workers, *pods_[i]->transport, fanout_, cancel, config.device_globs);
       e.state = pod_state(e.workers);
       e.holders = pod_holders(e.workers);
+      // A run's idle time, from its watcher's mark on the board.
+      for (BoardHolder& h : e.holders) {
+        if (h.run_id && !config.logs_root.empty()) {
+          try {
+            h.idle_since = Board(config.logs_root).idle_since(*h.run_id, h.user);
+          } catch (const std::exception&) {  // an unsafe board was reported with the claims
+          }
+        }
+      }
       answer(i);
     });
   }

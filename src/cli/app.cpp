@@ -23,6 +23,7 @@
 #include "cli/status.hpp"
 #include "cli/supervise.hpp"
 #include "cli/tensorboard.hpp"
+#include "cli/top.hpp"
 #include "tpurun/config.hpp"
 #include "tpurun/diagnostics.hpp"
 #include "tpurun/suggest.hpp"
@@ -43,6 +44,7 @@ this host alone and commands run locally.)";
 constexpr const char* kFooter = R"(Typical session:
   tpurun stage -- python3 main.py --config=configs/tpu.py   # snapshot, launch, follow
   tpurun status                      # who holds the TPU on each worker
+  tpurun top --watch                 # how busy each chip is (HBM, duty cycle), and whose
   tpurun kill                        # stop your own jobs (never anyone else's)
   tpurun logs last -f                # reattach to the newest run
   tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
@@ -127,6 +129,7 @@ int main(int argc, char** argv) {
   ReleaseOptions release;
   ClaimsOptions claims;
   TensorBoardOptions tensorboard;
+  TopOptions top;
   DoctorOptions doctor;
   InitOptions init;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
@@ -136,6 +139,7 @@ int main(int argc, char** argv) {
       {register_runs(app, runs), [&](Context& c) { return run_runs(runs, c); }},
       {register_gc(app, gc), [&](Context& c) { return run_gc(gc, c); }},
       {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
+      {register_top(app, top), [&](Context& c) { return run_top(top, c); }},
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
       {register_supervise(app, supervise), [&](Context& c) { return run_supervise(supervise, c); }},
       {register_hostkeys(app, hostkeys), [&](Context& c) { return run_hostkeys(hostkeys, c); }},

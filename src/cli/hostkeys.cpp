@@ -22,6 +22,12 @@ matches is verified (even with host_key_policy "strict"), one that differs is
 refused. Workers gcloud has no key for fall back to ~/.ssh/known_hosts by
 address (host_key_policy decides: accept-new records them on first use).
 
+First use: gcloud puts your key (~/.ssh/google_compute_engine.pub) on a TPU
+VM through its metadata the first time you run its tpu-vm ssh; until then
+every worker refuses you. --import does exactly that once, with the same
+command; exec, stage and the other commands offer it on a terminal when the
+TPU VM refuses your key (docs/cloud.md).
+
 Exit status: 0 when every selected worker's key is recorded; 1 otherwise; 255
 when gcloud failed; 2 for usage errors.
 

@@ -34,8 +34,16 @@ std::string verdict_text(const RunView& run) {
   std::string text = to_string(s.verdict);
   if (s.first_failure && (s.verdict == RunVerdict::failed || s.verdict == RunVerdict::lost ||
                           s.verdict == RunVerdict::restarting)) {
-    text += fmt::format(": {} {} first", worker_name(run.record.workers, s.first_failure->worker),
-                        s.first_failure->how == "lost" ? "lost" : s.first_failure->detail);
+    if (s.first_failure->how == "stalled") {
+      text += ": " + s.first_failure->detail;
+    } else {
+      text += fmt::format(": {} {} first", worker_name(run.record.workers, s.first_failure->worker),
+                          s.first_failure->how == "lost" ? "lost" : s.first_failure->detail);
+    }
+  }
+  if (!s.stalled_since.empty() && s.verdict == RunVerdict::running) {
+    text += fmt::format(", stalled since {} (0% duty cycle, no new log line; on stall: {})", s.stalled_since,
+                        run.record.on_stall);
   }
   if (s.verdict == RunVerdict::preempted && !s.preemptions.empty()) text += ": " + s.preemptions.back().detail;
   if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);
@@ -174,6 +182,7 @@ nlohmann::json run_to_json(const RunView& run) {
     doc["first_failure"] = with_slice(j, run.record, f.worker);
   }
   doc["message"] = s.message;
+  doc["stalled_since"] = s.stalled_since.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stalled_since);
   doc["preemptions"] = nlohmann::json::array();
   for (const Preemption& p : s.preemptions) doc["preemptions"].push_back(preemption_to_json(p));
   doc["workers"] = workers;
@@ -191,6 +200,8 @@ CLI::App* register_runs(CLI::App& app, RunsOptions& o) {
 failed (names the first failing worker), lost (a worker was lost first), or
 stopped (tpurun kill). Each worker: pending, running, succeeded, failed, lost,
 stopped (by tpurun, after another worker failed, or by kill) or restarting.
+A running run whose every worker has been at 0% duty cycle with no new log
+line for its --stall-after is "stalled since TIME" (stage --on-stall).
 UNWATCHED: the run's watcher is gone (killed, or its host restarted) while the
 run may still be going; `tpurun logs RUN -f` starts a new one.
 Runs made by older tpurun versions show exited(CODE), lost or unknown per worker.)");

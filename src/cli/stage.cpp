@@ -26,6 +26,7 @@ struct GangFlags {
   long long grace_ms = 10000;
   std::string restart_on_exit_codes;  // RestartCodes::text(), "" when not given
   int max_preemptions = kDefaultMaxPreemptions;
+  long long stall_after_ms = 30 * 60 * 1000;
 };
 
 }  // namespace
@@ -77,6 +78,14 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   cmd->add_option("--lost-after", o.lost_after, "A worker unreachable for this long counts as lost")
       ->default_str("60s");
   cmd->add_option("--grace", o.grace, "When stopping the run: time between SIGTERM and SIGKILL")->default_str("10s");
+  cmd->add_option("--stall-after", o.stall_after,
+                  "A run whose every worker shows 0% duty cycle (libtpu's metrics, as `tpurun top`) and no new "
+                  "log line for this long is stalled: `tpurun runs` says so")
+      ->default_str("30m");
+  cmd->add_option("--on-stall", o.on_stall,
+                  "report: only say so; stop: stop the run on every worker, as a failure; restart: the same, "
+                  "then relaunch it if --restarts allows")
+      ->default_str("report");
   cmd->add_option("--megascale-port", o.megascale_port,
                   "Multi-slice runs: MEGASCALE_PORT and the coordinator's port (default: the pod's "
                   "\"megascale_port\", else 8080)")
@@ -128,6 +137,12 @@ another state, that is not the one the run was on, or while another user has
 claimed the pod or holds a TPU on it; every delete and create goes to your
 audit log (~/.local/state/tpurun/audit.jsonl). --dry-run prints the commands.
 See docs/runs.md.
+
+A hung collective, or one stuck host with the others waiting, exits nothing:
+the watcher also reads each worker's libtpu metrics (as `tpurun top`), and a
+run whose every worker stays at 0% duty cycle with no new log line for
+--stall-after is stalled. `tpurun runs` notes it; --on-stall stop stops the
+run as a failure, --on-stall restart also relaunches it within --restarts.
 
 Multi-slice: --pod A,B (or a config pod with "slices": ["A", "B"]) runs one
 job across the pods A and B, each a slice, as one gang. Workers are numbered
@@ -204,6 +219,15 @@ GangFlags parse_gang_flags(const StageOptions& o) {
     }
     flags.max_preemptions = *o.max_preemptions;
   }
+  if (o.on_stall != "report" && o.on_stall != "stop" && o.on_stall != "restart") {
+    throw UsageError(fmt::format("--on-stall {}: use report (the default: only say so), stop or restart",
+                                 o.on_stall));
+  }
+  flags.stall_after_ms = parse_duration(o.stall_after).count();
+  if (flags.stall_after_ms < 1000) {
+    throw UsageError(fmt::format("--stall-after {}: must be at least 1s (a run is stalled after this long at 0% "
+                                 "duty cycle with no new log line)", o.stall_after));
+  }
   return flags;
 }
 
@@ -275,6 +299,8 @@ int run_stage(const StageOptions& o, Context& ctx) {
   request.restart_on_exit_codes = gang.restart_on_exit_codes;
   request.recreate = o.recreate;
   request.max_preemptions = gang.max_preemptions;
+  request.stall_after_ms = gang.stall_after_ms;
+  request.on_stall = o.on_stall;
   const StagePlan plan = plan_stage(std::move(request), ctx);
   if (o.dry_run) {
     print_dry_run(plan, ctx.out);

@@ -32,6 +32,8 @@ struct StageOptions {
   std::optional<std::string> restart_on_exit_codes;
   bool recreate = false;                // --recreate: create a preempted TPU VM again
   std::optional<int> max_preemptions;   // --max-preemptions (default 3)
+  std::string stall_after = "30m";
+  std::string on_stall = "report";
   std::vector<std::string> argv;  // after --
 };
 

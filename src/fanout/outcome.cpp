@@ -15,6 +15,7 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::interrupted: return "interrupted";
     case ErrorKind::local: return "local";
     case ErrorKind::deadline: return "deadline";
+    case ErrorKind::refused: return "refused";
   }
   return "unknown";
 }

@@ -33,6 +33,8 @@ void GangMonitor::begin_attempt(int attempt) {
   state_.stopped_others = false;
   stopping_ = false;
   failed_this_attempt_ = false;
+  stalled_ = false;
+  no_restart_ = false;
   for (WorkerStatus& w : state_.workers) w = WorkerStatus{w.worker, WorkerState::pending, {}, {}, ""};
   trackers_.assign(state_.workers.size(), Tracker{});
 }
@@ -129,11 +131,13 @@ bool GangMonitor::all_ended() const {
 bool GangMonitor::retryable() const {
   if (!policy_.restart_on || !state_.first_failure) return true;
   const GangFailure& f = *state_.first_failure;
+  if (f.how == "stalled") return true;  // --on-stall restart asked for it; no exit code to judge
   return policy_.restart_on->contains(f.how == "lost" ? 255 : f.exit_code);
 }
 
 GangAction GangMonitor::finish(bool stop_requested) {
-  if (failed_this_attempt_ && !stop_requested && state_.attempt < state_.max_attempts && retryable()) {
+  if (failed_this_attempt_ && !stop_requested && !no_restart_ && state_.attempt < state_.max_attempts &&
+      retryable()) {
     state_.verdict = RunVerdict::restarting;
     for (WorkerStatus& w : state_.workers) {
       if (w.state != WorkerState::succeeded || policy_.stop_on_failure) w.state = WorkerState::restarting;
@@ -153,6 +157,18 @@ GangAction GangMonitor::finish(bool stop_requested) {
 void GangMonitor::give_up() {
   if (is_final(state_.verdict)) return;
   state_.verdict = state_.first_failure && state_.first_failure->how == "lost" ? RunVerdict::lost : RunVerdict::failed;
+}
+
+void GangMonitor::stalled(Time now, const std::string& detail, bool may_restart) {
+  if (failed_this_attempt_ || is_final(state_.verdict)) return;
+  failed_this_attempt_ = stalled_ = true;
+  no_restart_ = !may_restart;
+  GangFailure f;
+  f.worker = -1;  // no one worker: the gang
+  f.how = "stalled";
+  f.at = iso8601_utc(now);
+  f.detail = detail;
+  state_.first_failure = f;
 }
 
 bool GangMonitor::preempted(Preemption what) {
@@ -201,7 +217,7 @@ GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time n
     }
     return finish(true);
   }
-  if (failed_this_attempt_ && policy_.stop_on_failure && !stopping_) {
+  if (failed_this_attempt_ && (policy_.stop_on_failure || stalled_) && !stopping_) {
     stopping_ = true;
     return GangAction::stop_others;
   }

@@ -38,11 +38,25 @@ unreachable() {
   fi
   exit "$3"
 }
+# revalidate PATH: opens each dir on the way to PATH, from the top. On NFS
+# this worker's client may keep a stale view of a dir that another host made,
+# removed or renamed (cached lookups, found or not, for a minute and more);
+# opening a dir is NFS's close-to-open check of it, and a changed dir drops
+# the names cached in it. Only on the way to an error, so it costs nothing.
+revalidate() {
+  _rest=${1#/} _p=
+  while [ -n "$_rest" ]; do
+    _p=$_p/${_rest%%/*}
+    case $_rest in */*) _rest=${_rest#*/} ;; *) _rest= ;; esac
+    true <"$_p" 2>/dev/null || return 0
+  done
+}
+[ -d "$logdir" ] || revalidate "$logdir"
 [ -d "$logdir" ] || unreachable "log dir" "$logdir" 98
 if [ -L "$logdir" ] || [ ! -O "$logdir" ] || [ -n "$(find "$logdir" -maxdepth 0 -perm /022 2>/dev/null)" ]; then
   echo "log dir $logdir is not $(id -un)'s own, or others may write to it: refusing to write there" >&2; exit 94
 fi
-cd "$snapshot" 2>/dev/null || unreachable snapshot "$snapshot" 97
+cd "$snapshot" 2>/dev/null || { revalidate "$snapshot"; cd "$snapshot" 2>/dev/null; } || unreachable snapshot "$snapshot" 97
 command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is missing on this worker" >&2; exit 96; }
 if [ "$max_attempts" -gt 1 ]; then
   printf '==== tpurun: attempt %s of %s on %s at %s ====\n' "$attempt" "$max_attempts" "$(hostname)" \

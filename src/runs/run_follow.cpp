@@ -56,8 +56,12 @@ void print_summary(const RunRecord& run, const RunState& s, LinePrinter& printer
     const GangFailure& f = *s.first_failure;
     std::string how = f.how == "lost" ? fmt::format("was lost (since {}): {}", f.since, f.detail)
                                       : f.detail + (f.at.empty() ? "" : " at " + f.at);
-    printer.note(fmt::format("first failure: {} {}", worker_name(run, f.worker), how));
-    if (f.how != "lost") {
+    if (f.how == "stalled") {
+      printer.note(fmt::format("the run {} (on stall: {})", how, run.on_stall));
+    } else {
+      printer.note(fmt::format("first failure: {} {}", worker_name(run, f.worker), how));
+    }
+    if (f.how != "lost" && f.how != "stalled") {
       const auto lines = last_lines(worker_log_path(run.log_dir, f.worker), 20);
       printer.note(fmt::format("last {} lines of {}'s log{}", lines.size(), worker_name(run, f.worker),
                                lines.empty() ? " (it printed nothing)" : ":"));

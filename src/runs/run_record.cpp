@@ -110,7 +110,8 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
                      {"git", {{"sha", r.git_sha}, {"branch", r.git_branch}, {"dirty", r.git_dirty}}},
                      {"tree_hash", r.tree_hash}, {"created_at", r.created_at},
                      {"gang", {{"on_failure", r.on_failure}, {"restarts", r.restarts},
-                               {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms}}}};
+                               {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms},
+                               {"stall_after_ms", r.stall_after_ms}, {"on_stall", r.on_stall}}}};
   if (!r.restart_on_exit_codes.empty()) doc["gang"]["restart_on_exit_codes"] = r.restart_on_exit_codes;
   if (r.recreate) doc["gang"].update({{"recreate", true}, {"max_preemptions", r.max_preemptions}});
   if (r.megascale) {
@@ -166,6 +167,8 @@ RunRecord read_run_record(const std::string& log_dir) {
       r.restart_on_exit_codes = g.value("restart_on_exit_codes", "");
       r.recreate = g.value("recreate", false);
       r.max_preemptions = g.value("max_preemptions", kDefaultMaxPreemptions);
+      r.stall_after_ms = g.value("stall_after_ms", 30 * 60 * 1000LL);
+      r.on_stall = g.value("on_stall", "report");
     }
     return r;
   } catch (const nlohmann::json::exception& e) {

@@ -86,6 +86,8 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
                      {"stopped_others", s.stopped_others},
                      {"message", s.message},
                      {"preemptions", preemptions},
+                     {"stalled_since", s.stalled_since.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stalled_since)},
+                     {"idle_since", s.idle_since.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.idle_since)},
                      {"supervisor",
                       {{"pid", s.supervisor.pid},
                        {"host", s.supervisor.host},
@@ -131,6 +133,8 @@ std::optional<RunState> read_run_state(const std::string& log_dir) {
       }
     }
     s.message = doc.value("message", "");
+    if (doc.contains("stalled_since") && doc["stalled_since"].is_string()) s.stalled_since = doc["stalled_since"];
+    if (doc.contains("idle_since") && doc["idle_since"].is_string()) s.idle_since = doc["idle_since"];
     if (doc.contains("supervisor")) {
       const auto& sup = doc["supervisor"];
       s.supervisor = {sup.value("pid", 0), sup.value("host", ""), sup.value("started", 0LL),

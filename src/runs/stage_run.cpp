@@ -82,6 +82,8 @@ RunRecord make_record(const StagePlan& plan, const StagedSnapshot& staged) {
   record.restart_on_exit_codes = r.restart_on_exit_codes;
   record.recreate = r.recreate;
   record.max_preemptions = r.max_preemptions;
+  record.stall_after_ms = r.stall_after_ms;
+  record.on_stall = r.on_stall;
   return record;
 }
 

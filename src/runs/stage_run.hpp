@@ -38,6 +38,8 @@ struct StageRequest {
   std::string restart_on_exit_codes;  // RestartCodes::text(); "" when not limited
   bool recreate = false;
   int max_preemptions = kDefaultMaxPreemptions;
+  long long stall_after_ms = 30 * 60 * 1000;
+  std::string on_stall = "report";
 };
 
 struct StagePlan {

@@ -1,6 +1,9 @@
 #include "tpurun/supervisor.hpp"
 
 
+#include <sys/vfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <memory>
@@ -8,11 +11,17 @@
 
 #include "runs/preemption_recovery.hpp"
 #include "tpurun/diagnostics.hpp"
+#include "tpurun/file_watch.hpp"
 #include "tpurun/gang.hpp"
 #include "tpurun/launch.hpp"
 #include "tpurun/liveness.hpp"
 #include "tpurun/run_env.hpp"
 #include "tpurun/tpu_kill.hpp"
+#include "runs/stall.hpp"
+#include "tpurun/claims.hpp"
+
+#include <filesystem>
+#include <system_error>
 
 namespace tpurun {
 namespace {
@@ -24,7 +33,8 @@ long long now_unix() { return std::chrono::duration_cast<std::chrono::seconds>(C
 // A compact fingerprint of what the follower shows, so state.json is rewritten
 // on a change or for the heartbeat, not every poll.
 std::string fingerprint(const RunState& s) {
-  std::string f = fmt::format("{}|{}|{}|{}|", to_string(s.verdict), s.attempt, s.stopped_others, s.message);
+  std::string f = fmt::format("{}|{}|{}|{}|{}|{}|", to_string(s.verdict), s.attempt, s.stopped_others, s.message,
+                              s.stalled_since, s.idle_since);
   for (const WorkerStatus& w : s.workers) f += fmt::format("{}:{}:{}:{};", w.worker, to_string(w.state), w.pid.value_or(0), w.detail);
   return f;
 }
@@ -40,7 +50,8 @@ class Supervisor {
         self_(this_process_as_supervisor()),
         workers_(setup.record.workers),
         recovery_(setup, transport, processes, cancel, [this](const std::string& text) { say(text); },
-                  [this] { save(false); }) {
+                  [this] { save(false); }),
+        stall_(std::chrono::milliseconds(setup.record.stall_after_ms)) {
     if (auto earlier = read_run_state(setup.record.log_dir)) monitor_.resume(earlier->preemptions);
   }
 
@@ -49,12 +60,14 @@ class Supervisor {
                     monitor_.state().attempt, monitor_.state().max_attempts, setup_.record.on_failure,
                     setup_.record.lost_after_ms / 1000));
     auto prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
+    start_duty_prober();
     save(true);
     for (;;) {
       if (cancel_.cancelled() && !stop_requested(setup_.record.log_dir)) {
         say("the watcher was stopped by a signal; the jobs keep running (tpurun logs RUN -f watches again)");
         return 0;
       }
+      watch_for_stall();
       const GangAction action = monitor_.observe(sample(*prober), Clock::now(), stop_requested(setup_.record.log_dir));
       switch (action) {
         case GangAction::watch:
@@ -97,11 +110,93 @@ class Supervisor {
     return state ? std::max(1, state->attempt) : 1;
   }
 
-  void say(const std::string& text) { watcher_log().info(text); }
+  // A stall watch needs the metrics; a run watched by an older setup without
+  // them simply never stalls.
+  void start_duty_prober() {
+    duty_ = std::make_unique<DutyProber>(transport_, workers_, setup_.fanout,
+                                         stall_poll_interval(std::chrono::milliseconds(setup_.record.stall_after_ms)));
+  }
+
+  // Bytes in the workers' logs: a new line anywhere makes it grow.
+  long long log_bytes() const {
+    long long total = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(setup_.record.log_dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("worker", 0) != 0 || name.find(".log") == std::string::npos) continue;
+      const auto size = entry.file_size(ec);
+      if (!ec) total += static_cast<long long>(size);
+    }
+    return total;
+  }
+
+  // One metrics round at a time: is every worker at 0% with no new log line,
+  // and for how long? report only records it; stop and restart fail the attempt.
+  void watch_for_stall() {
+    if (!duty_ || monitor_.state().verdict != RunVerdict::running) return;
+    auto round = duty_->take();
+    if (!round) return;
+    const long long bytes = log_bytes();
+    const bool grew = bytes != log_bytes_;
+    log_bytes_ = bytes;
+    const auto now = Clock::now();
+    const std::optional<bool> idle = gang_idle(*round);
+    // The board's idle time: the chips alone, whatever the logs say.
+    if (idle != true && !idle_since_.empty()) {
+      idle_since_.clear();
+      publish_idle(std::nullopt);
+    } else if (idle == true && idle_since_.empty()) {
+      idle_since_ = iso8601_utc(now);
+      publish_idle(now);
+    }
+    const auto since = stall_.observe(idle, grew, now);
+    if (!since) {
+      if (!stalled_since_.empty()) say("the run is active again (a chip above 0% or a new log line)");
+      stalled_since_.clear();
+      return;
+    }
+    if (!stalled_since_.empty()) return;
+    stalled_since_ = iso8601_utc(*since);
+    const std::string detail = fmt::format("stalled: every worker at 0% duty cycle and no new log line since {}",
+                                           stalled_since_);
+    say(fmt::format("{} (--stall-after {}s, on stall: {})", detail, setup_.record.stall_after_ms / 1000,
+                    setup_.record.on_stall));
+    if (setup_.record.on_stall != "report") monitor_.stalled(now, detail, setup_.record.on_stall == "restart");
+  }
+
+  // The board's mark (run dirs are private; the board is for the team).
+  void publish_idle(std::optional<Clock::time_point> since) {
+    if (setup_.pod.logs_root.empty()) return;
+    try {
+      Board board(setup_.pod.logs_root);
+      if (since) board.mark_idle(setup_.record.run_id, setup_.record.user, *since);
+      else board.clear_idle(setup_.record.run_id);
+    } catch (const std::exception& e) {
+      if (!idle_mark_failed_) say(fmt::format("cannot mark the run idle on the board: {}", e.what()));
+      idle_mark_failed_ = true;
+    }
+  }
+
+  void say(const std::string& text) {
+    watcher_log().info(text);
+    push_notes();
+  }
+  // The notes (stdout, supervisor.log) are read by followers on other hosts
+  // too. On NFS a write stays in this client's cache until close, fsync or
+  // writeback (about 30 s), so each note is pushed to the server: they are few.
+  static void push_notes() {
+    static const bool network = [] {
+      struct statfs st {};
+      return ::fstatfs(STDOUT_FILENO, &st) == 0 && is_network_filesystem(static_cast<long>(st.f_type));
+    }();
+    if (network) ::fdatasync(STDOUT_FILENO);
+  }
 
   void save(bool force) {
     RunState state = monitor_.state();
     state.message = message_;
+    state.stalled_since = stalled_since_;
+    state.idle_since = idle_since_;
     state.supervisor = self_;
     const std::string now_print = fingerprint(state);
     const long long now = now_unix();
@@ -143,8 +238,11 @@ class Supervisor {
 
   void stop_gang() {
     const auto& failure = monitor_.state().first_failure;
-    say(fmt::format("{} {} first: stopping the run's jobs on every worker (TERM, KILL after {}s)",
-                    worker_name(workers_, failure->worker), failure->detail, setup_.record.grace_ms / 1000));
+    const std::string what = failure->how == "stalled"
+                                 ? "the run " + failure->detail
+                                 : worker_name(workers_, failure->worker) + " " + failure->detail + " first";
+    say(fmt::format("{}: stopping the run's jobs on every worker (TERM, KILL after {}s)", what,
+                    setup_.record.grace_ms / 1000));
     message_ = "stopping the other workers";
     save(true);
     KillRequest request;
@@ -180,9 +278,11 @@ class Supervisor {
     const int next = state.attempt + 1;
     auto backoff = setup_.first_backoff * (1 << std::min(state.attempt - 1, 5));
     backoff = std::min<std::chrono::milliseconds>(backoff, std::chrono::seconds(60));
-    say(fmt::format("attempt {} failed ({} {}); restarting as attempt {} of {} in {}s", state.attempt,
-                    worker_name(workers_, state.first_failure->worker), state.first_failure->detail, next, state.max_attempts,
-                    backoff.count() / 1000.0));
+    const std::string why = state.first_failure->how == "stalled"
+                                ? state.first_failure->detail
+                                : worker_name(workers_, state.first_failure->worker) + " " + state.first_failure->detail;
+    say(fmt::format("attempt {} failed ({}); restarting as attempt {} of {} in {}s", state.attempt, why, next,
+                    state.max_attempts, backoff.count() / 1000.0));
     message_ = fmt::format("restarting: attempt {} of {}", next, state.max_attempts);
     save(true);
     if (!pause(backoff)) return stopped_during_restart();
@@ -220,6 +320,10 @@ class Supervisor {
     spec.slices = setup_.record.megascale;
     if (spec.slices && !workers_.empty()) spec.slices->coordinator = workers_.front().host;  // slice 0's worker 0
     monitor_.begin_attempt(next);
+    stall_.reset();
+    stalled_since_.clear();
+    if (!idle_since_.empty()) publish_idle(std::nullopt);
+    idle_since_.clear();
     launch_failures_.clear();
     prober->set_jobs({});
     prober->take();
@@ -266,6 +370,7 @@ class Supervisor {
     if (!moved) return;
     workers_ = now;
     prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
+    start_duty_prober();
   }
 
   // The TPU VM is gone and was not recreated: the run ends here, whatever
@@ -299,6 +404,8 @@ class Supervisor {
       }
     }
     monitor_.give_up();
+    if (!idle_since_.empty()) publish_idle(std::nullopt);
+    idle_since_.clear();
     const RunState& s = monitor_.state();
     if (s.verdict != RunVerdict::preempted) message_.clear();
     save(true);
@@ -321,6 +428,12 @@ class Supervisor {
   std::vector<Worker> workers_;  // where the run's jobs are: the record's, moved when the TPU VM's addresses change
   PreemptionRecovery recovery_;
   bool vm_checked_ = false;  // the TPU VM was described after the last attempt ended
+  StallWatch stall_;
+  std::unique_ptr<DutyProber> duty_;
+  long long log_bytes_ = -1;
+  std::string stalled_since_;  // ISO 8601 while stalled
+  std::string idle_since_;     // ISO 8601 while every chip is at 0%
+  bool idle_mark_failed_ = false;
 };
 
 }  // namespace

@@ -40,6 +40,19 @@ class KeptConnection : public Connection {
     return retried;
   }
 
+  // Opening a stream runs nothing, so a stale session is simply replaced.
+  Result<std::unique_ptr<ByteStream>, TransportError> open_stream(const std::string& host, int port,
+                                                                  const CancelToken& cancel) override {
+    auto stream = slot_->connection->open_stream(host, port, cancel);
+    if (stream || stream.error().kind != ErrorKind::channel || fresh_ || cancel.cancelled()) return stream;
+    slot_->connection.reset();
+    fresh_ = true;
+    auto again = inner_.connect(worker_, cancel);
+    if (!again) return unexpected(again.error());
+    slot_->connection = std::move(*again);
+    return slot_->connection->open_stream(host, port, cancel);
+  }
+
  private:
   std::shared_ptr<KeptConnections::Slot> slot_;
   Transport& inner_;

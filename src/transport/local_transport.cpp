@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tpurun/duration.hpp"
+#include "tpurun/fd_stream.hpp"
 #include "tpurun/subprocess.hpp"
 
 namespace tpurun {
@@ -58,6 +59,12 @@ class LocalConnection : public Connection {
       return unexpected(TransportError{ErrorKind::interrupted, "interrupted by Ctrl-C"});
     }
     return *result;
+  }
+
+  // A single-host pod is this machine: its localhost is ours.
+  Result<std::unique_ptr<ByteStream>, TransportError> open_stream(const std::string& host, int port,
+                                                                  const CancelToken& cancel) override {
+    return connect_tcp_stream(host, port, cancel);
   }
 };
 

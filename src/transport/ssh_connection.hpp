@@ -5,7 +5,8 @@
 
 namespace tpurun {
 
-// An authenticated libssh session; each run() opens one exec channel.
+// An authenticated libssh session; each run() opens one exec channel, each
+// open_stream() one direct-tcpip channel (ssh_stream.cpp).
 class SshConnection : public Connection {
  public:
   SshConnection(ssh_session session, Worker worker) : session_(session), worker_(std::move(worker)) {}
@@ -15,6 +16,8 @@ class SshConnection : public Connection {
 
   Result<CommandExit, TransportError> run(const RemoteCommand& command, OutputSink& sink,
                                           const CancelToken& cancel) override;
+  Result<std::unique_ptr<ByteStream>, TransportError> open_stream(const std::string& host, int port,
+                                                                  const CancelToken& cancel) override;
 
  private:
   ssh_session session_;

@@ -35,9 +35,14 @@ std::string format_board_line(const BoardEntry& e, WallClock::time_point now, si
   std::vector<std::string> parts;
   if (!e.gcloud_state.empty() && e.gcloud_state != "READY") parts.push_back("gcloud: " + e.gcloud_state + e.gcloud_health);
   for (const BoardHolder& h : e.holders) {
-    parts.push_back(fmt::format("{}: {}{} on {}, {}", h.user, truncate_text(h.command, 40),
+    std::string idle;
+    if (h.idle_since) {
+      idle = ", idle " + format_age(std::max<long>(
+                             0, std::chrono::duration_cast<std::chrono::seconds>(now - *h.idle_since).count()));
+    }
+    parts.push_back(fmt::format("{}: {}{} on {}, {}{}", h.user, truncate_text(h.command, 40),
                                 h.run_id ? " [run " + *h.run_id + "]" : "", compact_worker_set(h.workers),
-                                format_age(h.elapsed_s)));
+                                format_age(h.elapsed_s), idle));
   }
   if (!e.error.empty()) {  // one line per pod: gcloud's stderr comes after a newline
     std::string error = e.error;
@@ -64,7 +69,8 @@ nlohmann::json board_entry_to_json(const BoardEntry& e, WallClock::time_point no
                        {"since", format_utc(now - std::chrono::seconds(h.elapsed_s))},
                        {"command", h.command},
                        {"run_id", h.run_id ? nlohmann::json(*h.run_id) : nlohmann::json(nullptr)},
-                       {"workers", h.workers}});
+                       {"workers", h.workers},
+                       {"idle_since", h.idle_since ? nlohmann::json(format_utc(*h.idle_since)) : nlohmann::json(nullptr)}});
   }
   nlohmann::json workers = nlohmann::json::array();
   for (const WorkerScanResult& r : e.workers) workers.push_back(scan_result_to_json(r));

@@ -24,6 +24,13 @@ const char* const kWhereRootIsRoot =
     " (as root where root is root: on the NFS server, or from a client the export gives root access, e.g. a "
     "Filestore IP range with NO_ROOT_SQUASH; with root_squash, sudo on a client acts as nobody)";
 
+// What works under root_squash too, in a root that is sticky like /tmp: the
+// owner of what is in it may remove it (unless that is nobody, root squashed).
+std::string or_its_owner(const DirProblem& p, const char* command) {
+  if (p.owner == "nobody" || p.owner == "uid " + std::to_string(kSquashedRootUid)) return "";
+  return fmt::format("; or {}, its owner: {} {}", p.owner, command, p.path);
+}
+
 }  // namespace
 
 std::string DirProblem::message() const {
@@ -43,15 +50,17 @@ std::string DirProblem::message() const {
                              : fmt::format("is not a directory ({})", facts);
       if (parent) {
         return fmt::format("{} {}, where tpurun expects a directory; tpurun never follows a "
-                           "symlink it did not resolve itself. {}: {}rm {}",
-                           path, what, who_fixes(*this), sudo(*this), path);
+                           "symlink it did not resolve itself. {}: {}rm {}{}",
+                           path, what, who_fixes(*this), sudo(*this), path,
+                           owner_is_caller ? "" : kWhereRootIsRoot);
       }
-      return fmt::format("{} {}: tpurun keeps your files only in a directory of your own. "
-                         "{}: {}rm {}",
-                         path, what,
-                         owner_is_caller ? "Fix it with" : "Another user may have planted it; an "
-                                                           "admin must remove it with",
-                         sudo(*this), path);
+      if (owner_is_caller) {
+        return fmt::format("{} {}: tpurun keeps your files only in a directory of your own. Fix it with: rm {}",
+                           path, what, path);
+      }
+      return fmt::format("{} {}: tpurun keeps your files only in a directory of your own. Another user may "
+                         "have planted it; an admin must remove it with: sudo rm {}{}{}",
+                         path, what, path, kWhereRootIsRoot, or_its_owner(*this, "rm"));
     }
     case Kind::foreign_owner:
       if (parent) {
@@ -71,8 +80,8 @@ std::string DirProblem::message() const {
       }
       return fmt::format("{} is not yours ({}): another user may have created it to read or "
                          "replace your code and logs, so tpurun will not use it. An admin must "
-                         "remove it: sudo rm -rf {}",
-                         path, facts, path);
+                         "remove it: sudo rm -rf {}{}{}",
+                         path, facts, path, kWhereRootIsRoot, or_its_owner(*this, "rm -rf"));
     case Kind::writable:
       if (parent) {
         // The seeds' own share root: `sudo chmod go+rw /share`. +t keeps everyone's

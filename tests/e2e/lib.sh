@@ -150,7 +150,8 @@ trap 'exit 130' INT
 
 "$FAKEPOD" up "$FAKEPOD_WORKERS" >&2 || fail "fakepod up $FAKEPOD_WORKERS failed"
 eval "$("$FAKEPOD" env)"
-export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_NET FAKEPOD_WORKERS FAKEPOD_CONFIG FAKEPOD_API FAKEPOD_GCLOUD_CONFIGS
+export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_NET FAKEPOD_WORKERS FAKEPOD_CONFIG FAKEPOD_API FAKEPOD_GCLOUD_CONFIGS \
+  FAKEPOD_NFS_MODE FAKEPOD_NFS_EXPORT FAKEPOD_NFS_OPTIONS
 _E2E_READY=1
 
 TPURUN="$FAKEPOD_STATE/bin/tpurun"
@@ -161,9 +162,22 @@ if [[ -n ${TPURUN_BIN:-} ]]; then
   mv -f "$FAKEPOD_STATE/bin/.tpurun.$$" "$TPURUN"
 fi
 
+# install_trainer DIR [OWNER]: the fake trainer's files into DIR: train.py,
+# README.md, and its copy of libtpu's metrics service (libtpu_metrics.py and the
+# message classes in tpu_info/proto/).
+install_trainer() {
+  local d=$1 own=()
+  [[ -n ${2:-} ]] && own=(-o "$2" -g "$(id -gn "$2")")
+  local src=$TPURUN_SOURCE_DIR/examples/trainer
+  install -d -m 755 "${own[@]}" "$d" "$d/tpu_info" "$d/tpu_info/proto"
+  install -m 644 "${own[@]}" "$src/train.py" "$src/README.md" "$src/libtpu_metrics.py" "$d/"
+  install -m 644 "${own[@]}" "$src/tpu_info/__init__.py" "$d/tpu_info/"
+  install -m 644 "${own[@]}" "$src"/tpu_info/proto/*.py "$d/tpu_info/proto/"
+}
+
 install -d -m 755 "$FAKEPOD_STATE/trainer" "$FAKEPOD_STATE/stubs"
-install -m 755 "$TPURUN_SOURCE_DIR/examples/trainer/train.py" "$FAKEPOD_STATE/trainer/train.py"
-install -m 644 "$TPURUN_SOURCE_DIR/examples/trainer/README.md" "$FAKEPOD_STATE/trainer/README.md"
+install_trainer "$FAKEPOD_STATE/trainer"
+chmod 755 "$FAKEPOD_STATE/trainer/train.py"
 install -m 755 "$E2E_DIR/stubs/gcloud" "$FAKEPOD_STATE/stubs/gcloud"
 
 # Which gcloud the tests run: the real Google Cloud CLI when it is installed
@@ -221,6 +235,33 @@ worker_hostname() {  # I
   echo "t1v-n-fakepod-w-$1"
 }
 
+# srv PATH: where root, the test's observer, reads or changes PATH, a path on
+# the shared mount ($FAKEPOD_NFS/...): the same path on a plain shared dir; in
+# NFS mode (FAKEPOD_NFS_MODE=fuse) the file as the NFS server has it, in
+# $FAKEPOD_NFS_EXPORT: root on a client is squashed to nobody, and a client's
+# caches would make the test's own checks stale. tpurun and the users always
+# go through the clients.
+srv() {
+  case $1 in
+    "$FAKEPOD_NFS" | "$FAKEPOD_NFS"/*) printf '%s\n' "$FAKEPOD_NFS_EXPORT${1#"$FAKEPOD_NFS"}" ;;
+    *) printf '%s\n' "$1" ;;
+  esac
+}
+
+# mount_path PATH: the inverse of srv: the path on the shared mount of a file in
+# $FAKEPOD_NFS_EXPORT (what tpurun and the jobs name it).
+mount_path() {
+  case $1 in
+    "$FAKEPOD_NFS_EXPORT" | "$FAKEPOD_NFS_EXPORT"/*) printf '%s\n' "$FAKEPOD_NFS${1#"$FAKEPOD_NFS_EXPORT"}" ;;
+    *) printf '%s\n' "$1" ;;
+  esac
+}
+
+# nfs_mode: true when the pod's shared dir is NFS-like client mounts.
+nfs_mode() {
+  [[ ${FAKEPOD_NFS_MODE:-bind} == fuse ]]
+}
+
 # fakepod ARGS...: scripts/fakepod (e.g. `fakepod stop-worker 3`,
 # `on_exit "fakepod start-worker 3"`, `fakepod exec 2 -- ls /tmp`).
 fakepod() {
@@ -249,13 +290,11 @@ scratch_dir() {
 }
 
 # make_project U [NAME]: a project dir owned by U holding the fake trainer
-# (train.py, README.md). Prints its path.
+# (train.py, README.md, its metrics service). Prints its path.
 make_project() {
   local u=$1 name=${2:-proj} d
   d=$(user_dir "$u")/$name
-  install -d -m 755 -o "$u" -g "$(id -gn "$u")" "$d"
-  install -m 644 -o "$u" -g "$(id -gn "$u")" "$TPURUN_SOURCE_DIR/examples/trainer/train.py" \
-    "$TPURUN_SOURCE_DIR/examples/trainer/README.md" "$d/"
+  install_trainer "$d" "$u"
   echo "$d"
 }
 

@@ -12,7 +12,7 @@ expect_exit 3 tpurun_as alice -C "$proj" stage -- sh -c "$(fail_on_worker_job 2 
 assert_contains "$ERR" "first failure: w2 $(worker_ip 2) exited 3"
 assert_contains "$ERR" "[w2 $(worker_ip 2)] w2 broke"
 assert_contains "$ERR" "tpurun stopped the run's jobs on the other workers"
-run=$(basename "$(ls -d $FAKEPOD_NFS/logs/alice/proj/*/ | sort | tail -1)")
+run=$(basename "$(ls -d $FAKEPOD_NFS_EXPORT/logs/alice/proj/*/ | sort | tail -1)")
 assert_eq "$(run_field alice "$run" 'r["verdict"]')" "failed"
 assert_eq "$(run_field alice "$run" 'r["first_failure"]["worker"]')" "2"
 assert_eq "$(run_field alice "$run" '" ".join(sorted(set(w["state"] for w in r["workers"] if w["worker"] != 2)))')" "stopped"
@@ -32,7 +32,7 @@ assert_contains "$ERR" "first failure: w5 $(worker_ip 5) exited 4"
 # --on-failure continue: the others finish on their own; nobody is stopped.
 expect_exit 3 tpurun_as alice -C "$proj" stage --raw --on-failure continue -- \
   sh -c 'if [ "$TPURUN_WORKER" = 1 ]; then exit 3; fi; sleep 2; echo done'
-run=$(basename "$(ls -d $FAKEPOD_NFS/logs/alice/proj/*/ | sort | tail -1)")
+run=$(basename "$(ls -d $FAKEPOD_NFS_EXPORT/logs/alice/proj/*/ | sort | tail -1)")
 assert_eq "$(run_field alice "$run" 'r["verdict"]')" "failed"
 assert_eq "$(run_field alice "$run" 'r["stopped_others"]')" "False"
 assert_eq "$(run_field alice "$run" 'sum(w["state"] == "succeeded" for w in r["workers"])')" "$((N - 1))"
@@ -45,7 +45,7 @@ assert_contains "$ERR" "succeeded: all $N workers exited 0"
 assert_contains "$OUT" "[w0-$((N - 1))] step 1 loss 0.5"
 assert_eq "$(grep -c 'step 1 loss' <<<"$OUT")" "1"
 for i in $(seq 0 $((N - 1))); do assert_contains "$OUT" "[w$i $(worker_ip "$i")] i am $i"; done
-run=$(basename "$(ls -d $FAKEPOD_NFS/logs/alice/proj/*/ | sort | tail -1)")
+run=$(basename "$(ls -d $FAKEPOD_NFS_EXPORT/logs/alice/proj/*/ | sort | tail -1)")
 expect_exit 0 tpurun_as alice -C "$proj" logs "$run" --raw
 assert_eq "$(grep -c 'step 1 loss' <<<"$OUT")" "$N"
 

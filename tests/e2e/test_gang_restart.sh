@@ -10,7 +10,7 @@ job='echo "attempt=$TPURUN_ATTEMPT"; if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_
 
 # --restarts 1 with a job that fails only on its first attempt: success on the second.
 expect_exit 0 tpurun_as alice -C "$proj" stage --restarts 1 -- sh -c "$job"
-run_dir=$(ls -d $FAKEPOD_NFS/logs/alice/proj/*/ | sort | tail -1)
+run_dir=$(ls -d $FAKEPOD_NFS_EXPORT/logs/alice/proj/*/ | sort | tail -1)
 run=$(basename "$run_dir")
 assert_contains "$ERR" "attempt 1 failed (w1 exited 7); restarting as attempt 2 of 2"
 assert_contains "$ERR" "succeeded (attempt 2 of 2)"
@@ -28,23 +28,26 @@ assert_contains "$ERR" "failed (attempt 2 of 2)"
 assert_contains "$ERR" "first failure: w1 $(worker_ip 1) exited 7"
 
 # The client is SIGKILLed while the watcher waits to restart (bob holds w6's TPU).
-before=$(ls $FAKEPOD_NFS/logs/alice/proj | sort)
+before=$(ls $FAKEPOD_NFS_EXPORT/logs/alice/proj | sort)
 as_user alice -C "$proj" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --restarts 1 -- sh -c \
   'if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 1 ]; then sleep 2; exit 7; fi; sleep 1; echo done' \
   >/dev/null 2>&1 &
 client=$!
 for _ in $(seq 100); do
-  run=$(comm -13 <(echo "$before") <(ls $FAKEPOD_NFS/logs/alice/proj | sort) | head -1)
+  run=$(comm -13 <(echo "$before") <(ls $FAKEPOD_NFS_EXPORT/logs/alice/proj | sort) | head -1)
   [[ -n $run ]] && break
   sleep 0.1
 done
 [[ -n $run ]] || fail "the run did not start"
 start_trainer_on 6 bob >/dev/null
+# The watcher's notes as alice sees them on the dev VM, where the watcher
+# writes them (on NFS another client sees them once they are flushed).
+notes() { as_user alice cat "$FAKEPOD_NFS/logs/alice/proj/$run/supervisor.log" 2>/dev/null || true; }
 for _ in $(seq 300); do
-  grep -q 'waiting for' "$FAKEPOD_NFS/logs/alice/proj/$run/supervisor.log" 2>/dev/null && break
+  grep -q 'waiting for' <<<"$(notes)" && break
   sleep 0.2
 done
-assert_contains "$(cat "$FAKEPOD_NFS/logs/alice/proj/$run/supervisor.log")" "w6 $(worker_ip 6) (TPU held by bob"
+assert_contains "$(notes)" "w6 $(worker_ip 6) (TPU held by bob"
 kill -KILL "$client"
 wait "$client" 2>/dev/null || true
 assert_eq "$(run_field alice "$run" 'r["verdict"]')" "restarting"
@@ -58,7 +61,7 @@ run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 4 5 | sed 's/s
 for _ in $(seq 50); do
   pid=$(run_field alice "$run" 'r.get("watcher_pid") or 0' 2>/dev/null || true)
   sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor"]["pid"])' \
-    "$FAKEPOD_NFS/logs/alice/proj/$run/state.json" 2>/dev/null || true)
+    "$FAKEPOD_NFS_EXPORT/logs/alice/proj/$run/state.json" 2>/dev/null || true)
   [[ -n $sup && $sup != 0 ]] && break
   sleep 0.1
 done

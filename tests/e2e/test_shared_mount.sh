@@ -10,14 +10,15 @@ N=$FAKEPOD_WORKERS
 S=$FAKEPOD_NFS/staging
 L=$FAKEPOD_NFS/logs
 
-# A fresh user-dir state for alice; her real dirs come back at exit.
-for d in "$S/alice" "$L/alice"; do
+# A fresh user-dir state for alice; her real dirs come back at exit. Root
+# (an admin on the NFS server, in NFS mode) moves them: srv.
+for d in "$(srv "$S/alice")" "$(srv "$L/alice")"; do
   saved="$(dirname "$d")/.e2e-saved-alice-$$"
   rm -rf "$saved"
   if [[ -e $d || -L $d ]]; then mv "$d" "$saved"; fi
   on_exit "rm -rf '$d'; if [[ -e '$saved' ]]; then mv '$saved' '$d'; fi"
 done
-reset_alice_dirs() { rm -rf "$S/alice" "$L/alice"; }
+reset_alice_dirs() { rm -rf "$(srv "$S/alice")" "$(srv "$L/alice")"; }
 
 proj=$(make_project alice proj)
 bobdir=$(user_dir bob)
@@ -37,7 +38,7 @@ expect_refused() {
 as_user bob mkdir -m 777 "$S/alice"
 expect_refused "stage, squatted staging dir" "$S/alice is not yours" bob 0777 "sudo rm -rf $S/alice" \
   tpurun_as alice -C "$proj" stage --skip-preflight -- true
-assert_eq "$(find "$S/alice" -mindepth 1 | wc -l)" "0" "alice wrote into bob's dir"
+assert_eq "$(find "$(srv "$S/alice")" -mindepth 1 | wc -l)" "0" "alice wrote into bob's dir"
 expect_refused "gc, squatted staging dir" "$S/alice" bob 0777 "sudo rm -rf $S/alice" \
   tpurun_as alice gc --older-than 0s
 reset_alice_dirs
@@ -47,7 +48,7 @@ reset_alice_dirs
 as_user bob mkdir -m 777 "$L/alice"
 expect_refused "stage, squatted logs dir" "$L/alice is not yours" bob 0777 "sudo rm -rf $L/alice" \
   tpurun_as alice -C "$proj" stage --skip-preflight -- true
-assert_eq "$(find "$L/alice" -mindepth 1 | wc -l)" "0" "alice wrote into bob's dir"
+assert_eq "$(find "$(srv "$L/alice")" -mindepth 1 | wc -l)" "0" "alice wrote into bob's dir"
 expect_refused "logs" "$L/alice" bob 0777 "sudo rm -rf $L/alice" tpurun_as alice logs last
 expect_refused "runs" "$L/alice" bob 0777 "sudo rm -rf $L/alice" tpurun_as alice runs --no-check
 expect_refused "gc" "$L/alice" bob 0777 "sudo rm -rf $L/alice" tpurun_as alice gc --older-than 0s
@@ -75,15 +76,15 @@ reset_alice_dirs
 
 # -- A normal stage: alice's dirs are hers and private; bob can't look in.
 expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
-assert_eq "$(stat -c '%U %a' "$S/alice")" "alice 700"
-assert_eq "$(stat -c '%U %a' "$L/alice")" "alice 700"
+assert_eq "$(stat -c '%U %a' "$(srv "$S/alice")")" "alice 700"
+assert_eq "$(stat -c '%U %a' "$(srv "$L/alice")")" "alice 700"
 if as_user bob ls "$S/alice" >/dev/null 2>&1; then fail "bob can list alice's snapshots"; fi
 if as_user bob ls "$L/alice" >/dev/null 2>&1; then fail "bob can list alice's run logs"; fi
 
 # -- gc during a run: the running job's snapshot stays, and gc names the run.
 expect_exit 0 tpurun_as alice -C "$proj" stage --skip-preflight --detach --json -- sleep 120
 read -r run_id snap < <(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["run_id"], d["staged_dir"])' "$OUT")
-run_dir=$(ls -d "$L"/alice/proj/"$run_id")
+run_dir=$(srv "$L/alice/proj/$run_id")
 for _ in $(seq 100); do [[ $(ls "$run_dir"/worker*.pid 2>/dev/null | wc -l) == "$N" ]] && break; sleep 0.1; done
 name=$(basename "$snap")
 expect_exit 0 tpurun_as alice gc --older-than 0s --dry-run --json
@@ -96,7 +97,7 @@ assert kept and kept[0]["runs"][0]["run_id"] == sys.argv[3], d
 PY
 expect_exit 0 tpurun_as alice gc --older-than 0s
 assert_contains "$OUT" "kept $name: used by run $run_id (running)"
-[[ -d $snap ]] || fail "gc removed the snapshot of a running job"
+[[ -d $(srv "$snap") ]] || fail "gc removed the snapshot of a running job"
 assert_not_contains "$OUT" "removed $name"
 
 # Once the run has ended, gc removes it. Ended as run_is_active has it: every
@@ -113,5 +114,5 @@ for _ in $(seq 300); do ended && break; sleep 0.1; done
 ended || fail "run $run_id did not end after kill --run"
 expect_exit 0 tpurun_as alice gc --older-than 0s
 assert_contains "$OUT" "removed $name"
-[[ ! -e $snap ]] || fail "gc kept the snapshot of an ended run"
+[[ ! -e $(srv "$snap") ]] || fail "gc kept the snapshot of an ended run"
 pass

@@ -20,7 +20,7 @@ SH
 echo v1 >"$proj/data.txt"
 chown alice: "$proj/probe.sh" "$proj/data.txt"
 sha=$(as_user alice git -C "$proj" rev-parse --short=7 HEAD)
-run_dirs() { ls -d $FAKEPOD_NFS/logs/alice/proj/*/ 2>/dev/null | sort; }
+run_dirs() { ls -d $FAKEPOD_NFS_EXPORT/logs/alice/proj/*/ 2>/dev/null | sort; }  # as root sees them: srv
 # new_run_dir BEFORE: the run dir that is not in the list BEFORE (run ids made
 # in the same second sort by their random part, so "the last one" can lie).
 new_run_dir() { comm -13 <(echo "$1") <(run_dirs) | head -1; }
@@ -35,7 +35,7 @@ snap=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['staged_d
 [[ $(basename "$snap") =~ ^[0-9]{12}-[a-z0-9]{6}-$sha-code$ ]] || fail "bad snapshot name $snap"
 for i in $(seq 0 $((N - 1))); do
   assert_contains "$OUT" "[w$i $(worker_ip "$i")] cwd=$snap"
-  assert_contains "$OUT" "[w$i $(worker_ip "$i")] run=$run_id worker=$i of=$N logdir=${run_dir%/} foo=bar baz"
+  assert_contains "$OUT" "[w$i $(worker_ip "$i")] run=$run_id worker=$i of=$N logdir=$(mount_path "${run_dir%/}") foo=bar baz"
   assert_contains "$OUT" "[w$i $(worker_ip "$i")] stdin=0"
   assert_eq "$(cat "$run_dir/worker$i.exit")" "$(( i % 3 ))"
   read -r pid pgid <"$run_dir/worker$i.pid"
@@ -80,8 +80,8 @@ echo v3 >"$proj/data.txt"
 expect_exit 0 tpurun_as alice -C "$proj" stage --detach --json -- true
 s3=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' "$OUT")
 [[ $s1 != "$s3" ]] || fail "a changed tree reused the old snapshot"
-assert_eq "$(stat -c %i "$s1/train.py")" "$(stat -c %i "$s3/train.py")"
-(( $(stat -c %h "$s3/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
+assert_eq "$(stat -c %i "$(srv "$s1")/train.py")" "$(stat -c %i "$(srv "$s3")/train.py")"
+(( $(stat -c %h "$(srv "$s3")/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
 
 # SIGKILL of the client mid-run: every job still finishes and records its exit code.
 before=$(run_dirs)
@@ -125,23 +125,23 @@ assert_contains "$ERR" "the job started on $((N - 1)) of $N workers only"
 fakepod start-worker 6
 
 # --dry-run changes nothing.
-before=$(ls $FAKEPOD_NFS/staging/alice | wc -l)
+before=$(ls $FAKEPOD_NFS_EXPORT/staging/alice | wc -l)
 expect_exit 0 tpurun_as alice -C "$proj" stage --dry-run -- python3 train.py
 assert_contains "$OUT" "dry run"
-assert_eq "$(ls $FAKEPOD_NFS/staging/alice | wc -l)" "$before"
+assert_eq "$(ls $FAKEPOD_NFS_EXPORT/staging/alice | wc -l)" "$before"
 
 # gc removes only the caller's old snapshots, never another user's.
 bobproj=$(make_project bob proj)
 expect_exit 0 tpurun_as bob -C "$bobproj" stage --detach -- true
-bob_snaps=$(ls $FAKEPOD_NFS/staging/bob | grep -c -- '-code$')
+bob_snaps=$(ls $FAKEPOD_NFS_EXPORT/staging/bob | grep -c -- '-code$')
 expect_exit 0 tpurun_as alice -C "$proj" gc --older-than 0s --dry-run
 assert_contains "$OUT" "would remove"
-(( $(ls $FAKEPOD_NFS/staging/alice | grep -c -- '-code$') > 0 )) || fail "dry run removed snapshots"
+(( $(ls $FAKEPOD_NFS_EXPORT/staging/alice | grep -c -- '-code$') > 0 )) || fail "dry run removed snapshots"
 expect_exit 0 tpurun_as alice -C "$proj" gc --older-than 0s
 # What stays is exactly what gc kept for a run that may still use it (one
 # whose watcher has not recorded its end yet).
-left=$(ls $FAKEPOD_NFS/staging/alice | grep -- '-code$' || true)
+left=$(ls $FAKEPOD_NFS_EXPORT/staging/alice | grep -- '-code$' || true)
 kept=$(grep -o '^kept [^:]*' <<<"$OUT" | cut -d' ' -f2 | sort || true)
 assert_eq "$left" "$kept" "snapshots left by gc --older-than 0s"
-assert_eq "$(ls $FAKEPOD_NFS/staging/bob | grep -c -- '-code$')" "$bob_snaps"
+assert_eq "$(ls $FAKEPOD_NFS_EXPORT/staging/bob | grep -c -- '-code$')" "$bob_snaps"
 pass

@@ -1,6 +1,7 @@
 #pragma once
 // A Transport that runs nothing: each worker's behaviour is scripted, and every
 // command it was asked to run is recorded for the test to assert on.
+#include <functional>
 #include <map>
 #include <optional>
 #include <mutex>
@@ -18,6 +19,9 @@ struct FakeBehaviour {
   std::string err;                              // written to stderr
   int exit_code = 0;
   std::optional<std::string> signal;
+  // open_stream(host, port): unset, nothing listens (`refused`), as on a
+  // worker where no workload serves metrics.
+  std::function<Result<std::unique_ptr<ByteStream>, TransportError>(const std::string&, int)> stream;
 };
 
 class FakeTransport : public Transport {
@@ -28,6 +32,15 @@ class FakeTransport : public Transport {
     int worker;
     RemoteCommand command;
   };
+  struct Opened {
+    int worker;
+    std::string host;
+    int port;
+  };
+  std::vector<Opened> streams_opened() const {
+    std::lock_guard lock(mutex_);
+    return opened_;
+  }
   std::vector<Ran> commands_ran() const {
     std::lock_guard lock(mutex_);
     return ran_;
@@ -61,6 +74,16 @@ class FakeTransport : public Transport {
       if (b_.run_error) return unexpected(*b_.run_error);
       return CommandExit{b_.exit_code, b_.signal};
     }
+    Result<std::unique_ptr<ByteStream>, TransportError> open_stream(const std::string& host, int port,
+                                                                    const CancelToken&) override {
+      {
+        std::lock_guard lock(t_.mutex_);
+        t_.opened_.push_back({index_, host, port});
+      }
+      if (b_.stream) return b_.stream(host, port);
+      return unexpected(TransportError{ErrorKind::refused, "nothing listens on the worker's " + host + ":" +
+                                                               std::to_string(port) + " (connection refused)"});
+    }
 
    private:
     FakeTransport& t_;
@@ -70,6 +93,7 @@ class FakeTransport : public Transport {
 
   mutable std::mutex mutex_;
   std::vector<Ran> ran_;
+  std::vector<Opened> opened_;
   int connects_ = 0;
 };
 

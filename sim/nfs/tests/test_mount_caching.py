@@ -39,6 +39,21 @@ class CachingTest(TwoClients):
         self.assertIn("x", os.listdir(f"{self.A}/{d}"))  # opendir + readdir
         self.assertTrue(os.path.exists(f"{self.A}/{d}/x"))
 
+    def test_a_directory_change_seen_in_a_listing_of_its_parent_still_drops_its_misses(self):
+        # Any refresh of a directory's attributes that shows a change (here the
+        # READDIRPLUS of its parent, as `ls` of the parent does) makes every
+        # cached name in it be looked up again (nfs_update_inode:
+        # nfs_force_lookup_revalidate). Taking the new attributes in without
+        # that would leave the misses cached for good.
+        d = self.name()
+        os.mkdir(f"{self.A}/{d}")
+        self.assertFalse(os.path.exists(f"{self.A}/{d}/x"))
+        open(f"{self.B}/{d}/x", "w").close()
+        self.assertIn(d, os.listdir(self.A))  # primes d's attributes: changed
+        os.stat(f"{self.A}/{d}/.")  # and a lookup of "." does too
+        os.close(os.open(f"{self.A}/{d}", os.O_RDONLY | os.O_DIRECTORY))
+        self.assertTrue(os.path.exists(f"{self.A}/{d}/x"))
+
     def test_attributes_are_stale_within_acregmin_until_forced(self):
         n = self.name()
         with open(f"{self.A}/{n}", "w") as f:

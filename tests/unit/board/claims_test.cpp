@@ -198,3 +198,35 @@ TEST(ClaimRecordTest, RoundTripsWithUtcTimes) {
 
 }  // namespace
 }  // namespace tpurun
+
+namespace tpurun {
+namespace {
+
+// Idle marks: a run's watcher says since when the run's chips are idle; the
+// board believes a mark only from its own user, and claims ignore marks.
+TEST_F(ClaimsTest, IdleMarksAreReadBackForTheirOwnUserOnly) {
+  board().mark_idle("20261124_100000_abcdef_sim", "alice", t0);
+  auto since = board().idle_since("20261124_100000_abcdef_sim", "alice");
+  ASSERT_TRUE(since);
+  EXPECT_EQ(*since, t0);
+  EXPECT_FALSE(board().idle_since("20261124_100000_abcdef_sim", "bob"));      // another user named in it
+  EXPECT_FALSE(board().idle_since("20261124_100000_abcdef_sim", "mallory"));  // owned by another uid
+  EXPECT_FALSE(board().idle_since("no-such-run", "alice"));
+  EXPECT_FALSE(board().idle_since("../x", "alice"));
+  // A mark is no claim: the claim scan neither counts nor warns about it.
+  BoardScan scan = board().scan();
+  EXPECT_TRUE(scan.claims.empty());
+  EXPECT_TRUE(scan.warnings.empty());
+  board().clear_idle("20261124_100000_abcdef_sim");
+  EXPECT_FALSE(board().idle_since("20261124_100000_abcdef_sim", "alice"));
+  board().clear_idle("20261124_100000_abcdef_sim");  // twice is fine
+}
+
+TEST_F(ClaimsTest, AnIdleMarkOthersCanWriteCountsForNothing) {
+  board().mark_idle("r1", "alice", t0);
+  ASSERT_EQ(::chmod((temp_.path() + "/.board/idle-r1").c_str(), 0666), 0);
+  EXPECT_FALSE(board().idle_since("r1", "alice"));
+}
+
+}  // namespace
+}  // namespace tpurun

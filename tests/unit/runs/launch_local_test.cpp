@@ -67,5 +67,26 @@ TEST_F(LaunchLocalTest, AChildLeftBehindHoldsUpNothingAndLosesNothing) {
   EXPECT_THAT(log_, HasSubstr("late\n"));
 }
 
+// A dir the worker cannot see: the launcher opens each dir on the way to it
+// (NFS's close-to-open revalidation of a stale view), looks again, and only
+// then says what is missing, with its own exit code. Here nothing is stale,
+// so the second look fails too; the e2e suite's NFS mode shows the first
+// look failing and the second succeeding.
+TEST_F(LaunchLocalTest, AMissingDirIsLookedUpAgainThenReported) {
+  LocalTransport transport;
+  auto conn = transport.connect(Worker{0, "localhost", 22}, CancelToken());
+  ASSERT_TRUE(conn);
+  for (const bool missing_logs : {true, false}) {
+    const std::string gone = (missing_logs ? logs_.path() : code_.path()) + "/a dir/not here";
+    LaunchSpec spec{"run-1", missing_logs ? gone : logs_.path(), missing_logs ? code_.path() : gone,
+                    {"true"}, {}, 1, 1, 1, std::nullopt};
+    CaptureSink sink;
+    auto ran = (*conn)->run(launch_command(spec, Worker{0, "localhost", 22}), sink, CancelToken());
+    ASSERT_TRUE(ran);
+    EXPECT_EQ(ran->code, missing_logs ? 98 : 97) << sink.err;
+    EXPECT_THAT(sink.err, HasSubstr(gone + " is not visible on this worker")) << sink.err;
+  }
+}
+
 }  // namespace
 }  // namespace tpurun

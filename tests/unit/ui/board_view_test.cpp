@@ -51,6 +51,22 @@ TEST(BoardStateTest, TheLineAndTheRecordShowStateHoldersAndClaim) {
   EXPECT_EQ(format_board_line(down, now, 4), "v4-d  unreachable  w[1-2] unreachable");
 }
 
+TEST(BoardStateTest, AnIdleHolderShowsForHowLong) {
+  const auto now = WallClock::from_time_t(1'800'000'000);
+  BoardEntry e;
+  e.pod = "v4-a";
+  e.workers = pod({S::busy_other, S::busy_other});
+  e.state = pod_state(e.workers);
+  e.holders = pod_holders(e.workers);
+  e.holders[0].idle_since = now - std::chrono::minutes(130);
+  EXPECT_THAT(format_board_line(e, now, 6), HasSubstr("bob: python3 train.py [run run-1] on w[0-1], "));
+  EXPECT_THAT(format_board_line(e, now, 6), HasSubstr(", idle 2h10m"));
+  EXPECT_EQ(board_entry_to_json(e, now)["holders"][0]["idle_since"], format_utc(now - std::chrono::minutes(130)));
+  e.holders[0].idle_since.reset();
+  EXPECT_THAT(format_board_line(e, now, 6), ::testing::Not(HasSubstr("idle")));
+  EXPECT_TRUE(board_entry_to_json(e, now)["holders"][0]["idle_since"].is_null());
+}
+
 TEST(BoardStateTest, GcloudTpusShowTheirTypeAndStateOnOneLine) {
   const auto now = WallClock::now();
   BoardEntry old;

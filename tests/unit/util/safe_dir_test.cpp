@@ -16,6 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Kind = DirProblem::Kind;
 
 class SafeDirTest : public ::testing::Test {
@@ -117,6 +118,30 @@ TEST_F(SafeDirTest, RefusesADirOfAnotherOwnerWithTheAdminsFix) {
   EXPECT_FALSE(dir.error().owner_is_caller);
   EXPECT_THAT(dir.error().message(), HasSubstr("mode 0777"));
   EXPECT_THAT(dir.error().message(), HasSubstr("An admin must remove it: sudo rm -rf " + root_ + "/alice"));
+  // Under root_squash (Filestore's default) sudo on a client is nobody, and
+  // nobody may not remove another user's dir from a sticky root: say where
+  // root is root, and that the owner can remove it.
+  EXPECT_THAT(dir.error().message(), HasSubstr("on the NFS server"));
+  EXPECT_THAT(dir.error().message(), Not(HasSubstr("its owner")));  // nobody: root, squashed
+
+  ASSERT_EQ(::chown((root_ + "/alice").c_str(), 4242, 4242), 0);
+  dir = open_own_path(root_, {"alice"}, Create::if_missing);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(dir.error().message(), HasSubstr("or uid 4242, its owner: rm -rf " + root_ + "/alice"));
+}
+
+TEST_F(SafeDirTest, ASymlinkAnotherUserPlantedNamesFixesThatWorkUnderRootSquash) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a symlink to another user";
+  ASSERT_EQ(::symlink("/tmp", (root_ + "/alice").c_str()), 0);
+  ASSERT_EQ(::lchown((root_ + "/alice").c_str(), 4242, 4242), 0);
+
+  auto dir = open_own_path(root_, {"alice"}, Create::if_missing);
+
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.error().kind, Kind::symlink);
+  EXPECT_THAT(dir.error().message(), HasSubstr("an admin must remove it with: sudo rm " + root_ + "/alice"));
+  EXPECT_THAT(dir.error().message(), HasSubstr("on the NFS server"));
+  EXPECT_THAT(dir.error().message(), HasSubstr("or uid 4242, its owner: rm " + root_ + "/alice"));
 }
 
 TEST_F(SafeDirTest, ADirNamedAfterItsOwnerIsNeverCalledSquatted) {

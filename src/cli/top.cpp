@@ -1,0 +1,76 @@
+// tpurun top: how busy every chip of the pod is, with who holds it.
+#include "cli/top.hpp"
+
+#include <fmt/format.h>
+
+#include "tpu/top_look.hpp"
+#include "tpurun/kept_connections.hpp"
+#include "tpurun/printer.hpp"
+#include "tpurun/worker_select.hpp"
+#include "ui/report.hpp"
+#include "ui/top_view.hpp"
+#include "ui/top_watch.hpp"
+
+namespace tpurun::cli {
+
+CLI::App* register_top(CLI::App& app, TopOptions& o) {
+  CLI::App* cmd = app.add_subcommand("top", "Show HBM use and duty cycle of every chip, with who holds it");
+  add_target_options(*cmd, o.target);
+  cmd->add_flag("--json", o.json, "Print one JSON document (schema: docs/top.md)");
+  cmd->add_option("--watch", o.watch,
+                  "Refresh every INTERVAL (default 5s; e.g. 2, 500ms, 1m) until q or Ctrl-C, redrawn in place "
+                  "on a terminal; otherwise a block per refresh after a timestamp line, or with --json one JSON "
+                  "document per line")
+      ->expected(0, 1)
+      ->type_name("[INTERVAL]");
+  cmd->footer(R"(The figures are libtpu's own (the service tpu-info reads on one host, at
+localhost:8431 on every worker), reached through each worker's SSH session:
+nothing is installed on the workers and no port is opened. libtpu serves them
+only while a workload runs, so an idle worker says "no TPU workload".
+
+Rows: one per worker and chip: duty cycle (the share of time the TensorCores
+were busy), HBM used/total, and on each worker's first row who holds the TPU
+(user, pid, run, command; as `tpurun status` finds them). The summary line:
+mean and minimum duty cycle, the worker with the least busy chip, total HBM.
+
+Exit status: 0 if every worker answered (figures or no workload); 1 if the
+metrics service failed on a worker; 255 if a worker could not be reached or
+scanned; 130 after Ctrl-C.
+
+Examples:
+  tpurun top
+  tpurun top --watch 2               # every 2s until q; a stuck host shows 0%
+  tpurun top --worker 0-3 --json | jq '.summary')");
+  return cmd;
+}
+
+int run_top(const TopOptions& o, Context& ctx) {
+  const Target target = resolve_target(o.target, ctx);
+  TopRequest request;
+  request.device_globs = target.pod.device_globs;
+  request.fanout = o.target.fanout;
+  if (o.watch) {
+    KeptConnections kept(ctx.make_transport(target.pod));
+    return run_top_watch({*o.watch, o.json, target.pod.name}, ctx, [&](const CancelToken& cancel) {
+      return look_at_workers(target.workers, kept, request, cancel);
+    });
+  }
+  auto transport = ctx.make_transport(target.pod);
+  LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+  printer.progress(fmt::format("looking at {} workers...", target.workers.size()));
+  auto looks = look_at_workers(target.workers, *transport, request, ctx.cancel);
+  printer.clear_progress();
+  const int code = top_exit_code(looks, ctx.cancel.cancelled());
+  if (o.json) {
+    nlohmann::json doc = top_to_json(target.pod.name, looks);
+    doc["exit_code"] = code;
+    print_json(ctx.out, doc);
+  } else {
+    const std::string text = format_top(target.pod.name, looks);
+    std::fwrite(text.data(), 1, text.size(), ctx.out);
+    std::fflush(ctx.out);
+  }
+  return code;
+}
+
+}  // namespace tpurun::cli
