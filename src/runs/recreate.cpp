@@ -143,7 +143,7 @@ class Recreate {
   bool remove(const TpuNode& node) {
     const auto argv = gcloud_delete_argv(job_.spec);
     if (!audit("tpu-vm-delete", node.id, argv)) return false;
-    io_.say(fmt::format("deleting TPU VM {} ({}, id {}): {}", job_.spec.name, node.state, node.id, shell_join(argv)));
+    io_.say(fmt::format("deleting TPU VM {} ({}, id {}): {}", job_.spec.name, node.state, node.id, shell_display(argv)));
     const ProcessResult r = io_.processes.run(argv);
     if (r.exit_code != 0 && !is_not_found(r.err)) return fail("gcloud could not delete it: " + gcloud_said(r));
     return true;
@@ -161,7 +161,7 @@ class Recreate {
     }
     const auto argv = gcloud_create_argv(job_.spec, shape, metadata_dir(job_.log_dir));
     if (!audit("tpu-vm-create", "", argv)) return false;
-    io_.say(fmt::format("creating TPU VM {} again: {}", job_.spec.name, shell_join(argv)));
+    io_.say(fmt::format("creating TPU VM {} again: {}", job_.spec.name, shell_display(argv)));
     const ProcessResult r = io_.processes.run(argv);
     if (r.exit_code != 0) return fail("gcloud could not create it: " + gcloud_said(r));
     return true;
@@ -204,7 +204,7 @@ class Recreate {
   // the new workers' host keys into ~/.ssh/google_compute_known_hosts.
   bool push_keys() {
     const auto argv = gcloud_keys_argv(job_.spec);
-    io_.say(fmt::format("your key and the new host keys: {}", shell_join(argv)));
+    io_.say(fmt::format("your key and the new host keys: {}", shell_display(argv)));
     const ProcessResult r = io_.processes.run(argv);
     if (r.exit_code != 0) return fail("gcloud could not put your key on it: " + gcloud_said(r));
     return true;

@@ -25,7 +25,8 @@ on_exit "\"\$FAKEPOD\" up $N >/dev/null"  # removes the VMs made here
 cat >"$SCRATCH/setup.sh" <<SH
 #!/bin/bash
 set -e
-mountpoint -q $FAKEPOD_NFS || sudo mount -t fakenfs fakenfs:/ $FAKEPOD_NFS
+# (a new VM hides the share behind an empty read-only dir until it is mounted)
+[ -n "\$(ls -A $FAKEPOD_NFS)" ] || sudo mount -t fakenfs fakenfs:/ $FAKEPOD_NFS
 sudo touch /etc/tpurun-e2e-setup
 echo "setup ran on \$(hostname)"
 SH
@@ -60,12 +61,13 @@ PY
 }
 api_deletes() { grep -c "DELETE /v2/projects/sim-proj/locations/$ZONE/nodes/rc " "$FAKEPOD_STATE/api.log" || true; }
 run_of() { grep -o 'tpurun logs [^ ]* -f' <<<"$1" | awk '{print $3}'; }
-wait_file() {  # PATH: until it exists (at most ~20s)
-  for _ in $(seq 200); do [[ -s $1 ]] && return 0; sleep 0.1; done
+wait_file() {  # PATH: until it exists (at most ~20s); a path on the share, read as root on the server
+  for _ in $(seq 200); do [[ -s $(srv "$1") ]] && return 0; sleep 0.1; done
   fail "no $1"
 }
 audit=$(user_dir alice)/state/tpurun/audit.jsonl
 logs=$FAKEPOD_NFS/logs/alice/rcproj
+rm -rf "$(srv "$logs")" "$(user_dir alice)/state"  # runs and audit lines of an earlier pass
 
 note "a 2-worker spot TPU VM with labels and a startup script, set up once by hand"
 fakepod create rc --zone $ZONE --accelerator v4-16 --spot --labels team=kmh,tier=spot \
@@ -87,14 +89,15 @@ expect_exit 2 t alice -C "$proj" --pod qrvm stage --recreate -- true
 assert_contains "$ERR" "tpurun cannot recreate TPU VM qrvm: it was made by the queued resource projects/sim-proj/locations/$ZONE/queuedResources/qr1"
 assert_contains "$ERR" "does not recreate TPU VMs through queued resources"
 fakepod delete qrvm --zone $ZONE >/dev/null
-[[ ! -e $logs ]] || fail "a refused stage made a log dir"
+[[ ! -e $(srv "$logs") ]] || fail "a refused stage made a log dir"
 
 note "--dry-run prints the exact commands and deletes nothing"
 expect_exit 0 t alice -C "$proj" stage --recreate --dry-run -- true
 assert_contains "$OUT" "if TPU VM rc is PREEMPTED, TERMINATED or deleted (--recreate, at most 3 times)"
 assert_contains "$OUT" "gcloud compute tpus tpu-vm delete rc --zone $ZONE --project sim-proj --quiet"
 assert_contains "$OUT" "gcloud compute tpus tpu-vm create rc --zone $ZONE --project sim-proj --accelerator-type v4-16 --version tpu-ubuntu2204-base --network projects/sim-proj/global/networks/default"
-assert_contains "$OUT" " --spot --labels=team=kmh,tier=spot --metadata-from-file=startup-script=$FAKEPOD_NFS/logs/alice/rcproj/"
+# (quoted: the log dir's <rand> is a placeholder until the run exists)
+assert_contains "$OUT" " --spot --labels=team=kmh,tier=spot '--metadata-from-file=startup-script=$FAKEPOD_NFS/logs/alice/rcproj/"
 assert_contains "$OUT" "gcloud compute tpus tpu-vm ssh rc --zone $ZONE --project sim-proj --internal-ip --worker=all --quiet --command=true"
 assert_contains "$OUT" "setup: bash -s < $SCRATCH/setup.sh on every worker"
 assert_eq "$(api_deletes)" 0 "a dry run deleted"
@@ -115,7 +118,7 @@ assert_contains "$ERR" "TPU VM rc is PREEMPTED"
 assert_contains "$ERR" "recreating it (preemption 1 of at most 3"
 assert_contains "$ERR" "TPU VM rc is READY"
 assert_contains "$ERR" "resumed as attempt 2"
-assert_contains "$(cat "$logs/$run/setup.log")" "] setup ran on t1v-n-"
+assert_contains "$(cat "$(srv "$logs/$run/setup.log")")" "] setup ran on t1v-n-"
 second_id=$(node rc 'n["id"]')
 [[ $second_id != "$first_id" ]] || fail "the VM was not recreated"
 # as describe recorded it: spot, labels, metadata
