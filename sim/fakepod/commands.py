@@ -507,7 +507,7 @@ def node_cmd(name):
         need_root()
         pos, o = parse_opts(args, {"terminated", "spot", "preemptible", "internal-ips", "new-ips", "no-wait"},
                             {"zone", "project", "accelerator", "version", "metadata", "labels", "network",
-                             "subnetwork", "queued-resource"}, {"metadata"})
+                             "subnetwork", "queued-resource", "notice"}, {"metadata"})
         if len(pos) != 1:
             die("usage: fakepod %s NAME [options]" % name, 2)
         body = {"name": pos[0], "zone": o.get("zone"), "project": o.get("project"), "terminated": o.get("terminated"),
@@ -516,7 +516,7 @@ def node_cmd(name):
                 "metadata": dict(m.split("=", 1) for m in o.get("metadata", [])),
                 "preemptible": o.get("preemptible"), "network": o.get("network"), "subnetwork": o.get("subnetwork"),
                 "labels": dict(kv.split("=", 1) for kv in o["labels"].split(",")) if o.get("labels") else None,
-                "queued_resource": o.get("queued-resource")}
+                "queued_resource": o.get("queued-resource"), "notice": o.get("notice")}
         r = control(env, name, body)
         state = r.get("state") or ("done" if r.get("done") else "started")
         print("fakepod: %s %s: %s" % (name, pos[0], state))

@@ -491,14 +491,26 @@ class Cloud:
 
         return self.start_op(node, "create", work)
 
-    def preempt(self, node, state="PREEMPTED"):
-        """What Google does to a spot/preemptible VM: the workers die at once."""
+    def preempt(self, node, state="PREEMPTED", notice=0.0):
+        """What Google does to a spot/preemptible VM: the workers die, at once
+        or after `notice` seconds. Compute Engine's preemption process sends
+        an ACPI G2 Soft Off and gives the guest up to 30 s to shut down before
+        G3 Mechanical Off (cloud.google.com/compute/docs/instances/preemptible,
+        "Preemption process"); the API may already say PREEMPTED while the
+        workers still answer, so a tool must not assume they are gone."""
         with self.hv:
-            if not node.view:
+            if not node.view and notice <= 0:
                 self.halt(node.slots)
             node.state, node.health = state, None
             node.health_description = ("The TPU was preempted." if state == "PREEMPTED"
                                        else "The TPU was terminated for maintenance.")
+        if not node.view and notice > 0:
+            def power_off():
+                with self.hv:
+                    # Only the VM that got the notice: not one created since under the name.
+                    if self.nodes.get(node.full_name) is node and node.state == state:
+                        self.halt(node.slots)
+            self.after(notice, power_off)
         self.changed()
 
     # ------------------------------------------------------------ the default pod
@@ -1144,7 +1156,8 @@ def control_route(c, method, path, query, h):
         else:
             node = c.node(project, zone, req["name"])
             if cmd == "preempt":
-                c.preempt(node, "TERMINATED" if req.get("terminated") else "PREEMPTED")
+                c.preempt(node, "TERMINATED" if req.get("terminated") else "PREEMPTED",
+                          float(req.get("notice") or 0))
                 return 200, {"state": node.state}
             if cmd == "start" and req.get("new_ips"):
                 c.settings["new_ips"] = True

@@ -121,6 +121,26 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(op["response"]["@type"], "type.googleapis.com/google.protobuf.Empty")
         self.assertEqual(self.call("GET", BASE + "/nodes/t")[0], 404)
 
+    def test_preempt_with_notice_says_preempted_before_the_workers_die(self):
+        halted = []
+        self.c.halt = halted.append  # no workers run here: record what would be powered off
+        n = cloud.Node(P, Z, "spot", "88", "v4-8", "rt", [5])
+        self.c.nodes[n.full_name] = n
+        self.c.preempt(n, notice=0.3)
+        self.assertEqual(self.call("GET", BASE + "/nodes/spot")[1]["state"], "PREEMPTED")
+        self.assertEqual(halted, [])  # still answering: the guest's shutdown time
+        time.sleep(0.6)
+        self.assertEqual(halted, [[5]])
+        # a VM created again under the name before the notice ends is not touched
+        m = cloud.Node(P, Z, "spot2", "89", "v4-8", "rt", [6])
+        self.c.nodes[m.full_name] = m
+        self.c.preempt(m, notice=0.3)
+        self.c.nodes[m.full_name] = cloud.Node(P, Z, "spot2", "90", "v4-8", "rt", [6])
+        time.sleep(0.6)
+        self.assertEqual(halted, [[5]])
+        self.c.preempt(self.c.nodes[m.full_name])  # no notice: at once
+        self.assertEqual(halted, [[5], [6]])
+
     def test_create_validates(self):
         st, e = self.call("POST", BASE + "/nodes?nodeId=t", {"acceleratorType": "v4-8", "runtimeVersion": "x"})
         self.assertEqual((st, e["error"]["status"]), (409, "ALREADY_EXISTS"))

@@ -12,7 +12,8 @@
 #    long it was down and which attempt resumed; the audit log has both steps;
 #  - --max-preemptions 1 with two preemptions (TERMINATED, then PREEMPTED):
 #    the second ends the run, preempted (exit 75), saying why; the VM stays;
-#  - a pod that bob has claimed is never deleted.
+#  - a pod that bob has claimed, or where he holds a TPU, is never deleted
+#    (preempted with notice: the workers still answer, the jobs get SIGTERM).
 source "$(dirname "$0")/lib.sh"
 require_tpurun
 
@@ -48,14 +49,17 @@ t() {  # USER [-C DIR] ARGS...: tpurun with this test's config; audit log in the
   if [[ ${1:-} == -C ]]; then dir=(-C "$2"); shift 2; fi
   AS_USER_ENV="XDG_STATE_HOME=$(user_dir "$u")/state" as_user "$u" "${dir[@]+"${dir[@]}"}" "$TPURUN" --config "$cfg" "$@"
 }
-node() {  # NAME EXPR: a Python expression over the node n as the API describes it
-  python3 - "$FAKEPOD_STATE/cloud.json" "$1" "$2" "$TPURUN_SOURCE_DIR/sim" <<'PY'
+node() {  # NAME EXPR [raw]: a Python expression over the node n as the API describes it (raw: as stored)
+  python3 - "$FAKEPOD_STATE/cloud.json" "$1" "$2" "$TPURUN_SOURCE_DIR/sim" ${3:+raw} <<'PY'
 import json, sys
 sys.path.insert(0, sys.argv[4])
 from fakepod import cloud, config
 nodes = json.load(open(sys.argv[1]))["nodes"]
 (n,) = [cloud.Node.from_json(d) for d in nodes.values() if d["name"] == sys.argv[2]]
-n = n.to_api(config.Env.load({}))
+if len(sys.argv) < 6:
+    n = n.to_api(config.Env.load({}))
+else:
+    n = n.__dict__  # as the simulator keeps it (slots)
 print(eval(sys.argv[3]))
 PY
 }
@@ -171,23 +175,45 @@ assert first["state"] == "TERMINATED" and first["action"] == "recreated" and fir
 assert second["action"] == "not recreated" and "--max-preemptions 1" in second["why"], second
 PY
 
-# ------------------------------------------------------------------ a claimed pod
-note "bob claims the pod: alice's preempted VM is never deleted"
+# ------------------------------------------------------------------ a claimed pod, another user's TPU
+# With --notice the API says PREEMPTED while the workers still answer (the
+# guest's shutdown time), and the shutdown's SIGTERM ends the jobs: each run
+# fails with 143, finds its VM PREEMPTED, and would recreate it.
+note "bob claims the pod, then holds a TPU on it: alice's preempted VM is never deleted"
 fakepod delete rc --zone $ZONE >/dev/null  # back to a READY VM, set up by hand
 fakepod create rc --zone $ZONE --accelerator v4-16 --spot >/dev/null
 expect_exit 0 t alice exec --script "$SCRATCH/setup.sh"
-expect_exit 0 t alice -C "$proj" stage --detach --recreate --lost-after 3s -- sleep 600
+expect_exit 0 t alice -C "$proj" stage --detach --recreate -- sleep 600
 run3=$(run_of "$ERR")
-wait_file "$logs/$run3/worker1.pid"
+expect_exit 0 t alice -C "$proj" stage --detach --recreate -- sleep 600
+run4=$(run_of "$ERR")
+wait_file "$logs/$run3/worker0.pid"
+wait_file "$logs/$run4/worker0.pid"
 expect_exit 0 t bob claim rc --for 1h --note "maintenance"
+on_exit "t bob release rc"
+slot0=$(node rc 'n["slots"][0]' raw)
+start_trainer_on "$slot0" bob >/dev/null
 claimed_id=$(node rc 'n["id"]')
 deletes=$(api_deletes)
-fakepod preempt rc --zone $ZONE >/dev/null
+fakepod preempt rc --zone $ZONE --notice 120 >/dev/null
+shutdown_job() {  # RUN: the guest's shutdown sends the run's job on w0 SIGTERM
+  local pid pgid
+  read -r pid pgid <"$(srv "$logs/$1/worker0.pid")"
+  fakepod exec "$slot0" -- kill -TERM -- "-$pgid"
+}
+shutdown_job "$run3"
 expect_exit 75 t alice logs "$run3" -f
+assert_contains "$ERR" "TPU VM rc is PREEMPTED"
 assert_contains "$ERR" "not recreated: the pod is claimed by bob"
 assert_contains "$ERR" "maintenance"
-assert_eq "$(api_deletes)" "$deletes" "a claimed pod's VM was deleted"
-assert_eq "$(node rc 'n["state"]') $(node rc 'n["id"]')" "PREEMPTED $claimed_id"
 expect_exit 0 t bob release rc
+shutdown_job "$run4"
+expect_exit 75 t alice logs "$run4" -f
+assert_contains "$ERR" "not recreated: another user holds a TPU on the pod's workers: w0"
+assert_contains "$ERR" "bob pid "
+assert_eq "$(api_deletes)" "$deletes" "a claimed pod's VM, or one where bob holds a TPU, was deleted"
+assert_eq "$(node rc 'n["state"]') $(node rc 'n["id"]')" "PREEMPTED $claimed_id"
+assert_not_contains "$(cat "$audit")" "$run3" "a refused recreate was audited"
+assert_not_contains "$(cat "$audit")" "$run4" "a refused recreate was audited"
 
 pass
