@@ -17,11 +17,7 @@
 #include "tpurun/liveness.hpp"
 #include "tpurun/run_env.hpp"
 #include "tpurun/tpu_kill.hpp"
-#include "runs/stall.hpp"
-#include "tpurun/claims.hpp"
-
-#include <filesystem>
-#include <system_error>
+#include "runs/run_stall.hpp"
 
 namespace tpurun {
 namespace {
@@ -51,7 +47,8 @@ class Supervisor {
         workers_(setup.record.workers),
         recovery_(setup, transport, processes, cancel, [this](const std::string& text) { say(text); },
                   [this] { save(false); }),
-        stall_(std::chrono::milliseconds(setup.record.stall_after_ms)) {
+        stall_(setup.record, setup.pod.logs_root, transport, setup.fanout,
+               [this](const std::string& text) { say(text); }) {
     if (auto earlier = read_run_state(setup.record.log_dir)) monitor_.resume(earlier->preemptions);
   }
 
@@ -60,7 +57,7 @@ class Supervisor {
                     monitor_.state().attempt, monitor_.state().max_attempts, setup_.record.on_failure,
                     setup_.record.lost_after_ms / 1000));
     auto prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
-    start_duty_prober();
+    stall_.start(workers_);
     save(true);
     for (;;) {
       if (cancel_.cancelled() && !stop_requested(setup_.record.log_dir)) {
@@ -110,71 +107,10 @@ class Supervisor {
     return state ? std::max(1, state->attempt) : 1;
   }
 
-  // A stall watch needs the metrics; a run watched by an older setup without
-  // them simply never stalls.
-  void start_duty_prober() {
-    duty_ = std::make_unique<DutyProber>(transport_, workers_, setup_.fanout,
-                                         stall_poll_interval(std::chrono::milliseconds(setup_.record.stall_after_ms)));
-  }
-
-  // Bytes in the workers' logs: a new line anywhere makes it grow.
-  long long log_bytes() const {
-    long long total = 0;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(setup_.record.log_dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("worker", 0) != 0 || name.find(".log") == std::string::npos) continue;
-      const auto size = entry.file_size(ec);
-      if (!ec) total += static_cast<long long>(size);
-    }
-    return total;
-  }
-
-  // One metrics round at a time: is every worker at 0% with no new log line,
-  // and for how long? report only records it; stop and restart fail the attempt.
+  // One metrics round at a time (runs/run_stall): stop and restart fail the attempt.
   void watch_for_stall() {
-    if (!duty_ || monitor_.state().verdict != RunVerdict::running) return;
-    auto round = duty_->take();
-    if (!round) return;
-    const long long bytes = log_bytes();
-    const bool grew = bytes != log_bytes_;
-    log_bytes_ = bytes;
-    const auto now = Clock::now();
-    const std::optional<bool> idle = gang_idle(*round);
-    // The board's idle time: the chips alone, whatever the logs say.
-    if (idle != true && !idle_since_.empty()) {
-      idle_since_.clear();
-      publish_idle(std::nullopt);
-    } else if (idle == true && idle_since_.empty()) {
-      idle_since_ = iso8601_utc(now);
-      publish_idle(now);
-    }
-    const auto since = stall_.observe(idle, grew, now);
-    if (!since) {
-      if (!stalled_since_.empty()) say("the run is active again (a chip above 0% or a new log line)");
-      stalled_since_.clear();
-      return;
-    }
-    if (!stalled_since_.empty()) return;
-    stalled_since_ = iso8601_utc(*since);
-    const std::string detail = fmt::format("stalled: every worker at 0% duty cycle and no new log line since {}",
-                                           stalled_since_);
-    say(fmt::format("{} (--stall-after {}s, on stall: {})", detail, setup_.record.stall_after_ms / 1000,
-                    setup_.record.on_stall));
-    if (setup_.record.on_stall != "report") monitor_.stalled(now, detail, setup_.record.on_stall == "restart");
-  }
-
-  // The board's mark (run dirs are private; the board is for the team).
-  void publish_idle(std::optional<Clock::time_point> since) {
-    if (setup_.pod.logs_root.empty()) return;
-    try {
-      Board board(setup_.pod.logs_root);
-      if (since) board.mark_idle(setup_.record.run_id, setup_.record.user, *since);
-      else board.clear_idle(setup_.record.run_id);
-    } catch (const std::exception& e) {
-      if (!idle_mark_failed_) say(fmt::format("cannot mark the run idle on the board: {}", e.what()));
-      idle_mark_failed_ = true;
-    }
+    if (monitor_.state().verdict != RunVerdict::running) return;
+    if (auto stalled = stall_.look()) monitor_.stalled(stalled->at, stalled->detail, stalled->may_restart);
   }
 
   void say(const std::string& text) {
@@ -195,8 +131,8 @@ class Supervisor {
   void save(bool force) {
     RunState state = monitor_.state();
     state.message = message_;
-    state.stalled_since = stalled_since_;
-    state.idle_since = idle_since_;
+    state.stalled_since = stall_.stalled_since();
+    state.idle_since = stall_.idle_since();
     state.supervisor = self_;
     const std::string now_print = fingerprint(state);
     const long long now = now_unix();
@@ -320,10 +256,7 @@ class Supervisor {
     spec.slices = setup_.record.megascale;
     if (spec.slices && !workers_.empty()) spec.slices->coordinator = workers_.front().host;  // slice 0's worker 0
     monitor_.begin_attempt(next);
-    stall_.reset();
-    stalled_since_.clear();
-    if (!idle_since_.empty()) publish_idle(std::nullopt);
-    idle_since_.clear();
+    stall_.clear();
     launch_failures_.clear();
     prober->set_jobs({});
     prober->take();
@@ -370,7 +303,7 @@ class Supervisor {
     if (!moved) return;
     workers_ = now;
     prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
-    start_duty_prober();
+    stall_.start(workers_);
   }
 
   // The TPU VM is gone and was not recreated: the run ends here, whatever
@@ -404,8 +337,7 @@ class Supervisor {
       }
     }
     monitor_.give_up();
-    if (!idle_since_.empty()) publish_idle(std::nullopt);
-    idle_since_.clear();
+    stall_.clear();
     const RunState& s = monitor_.state();
     if (s.verdict != RunVerdict::preempted) message_.clear();
     save(true);
@@ -428,12 +360,7 @@ class Supervisor {
   std::vector<Worker> workers_;  // where the run's jobs are: the record's, moved when the TPU VM's addresses change
   PreemptionRecovery recovery_;
   bool vm_checked_ = false;  // the TPU VM was described after the last attempt ended
-  StallWatch stall_;
-  std::unique_ptr<DutyProber> duty_;
-  long long log_bytes_ = -1;
-  std::string stalled_since_;  // ISO 8601 while stalled
-  std::string idle_since_;     // ISO 8601 while every chip is at 0%
-  bool idle_mark_failed_ = false;
+  RunStallWatch stall_;  // --stall-after, --on-stall, the board's idle mark
 };
 
 }  // namespace
