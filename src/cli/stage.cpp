@@ -136,7 +136,8 @@ with TPURUN_ATTEMPT one higher. A preemption uses up no --restarts;
 another state, that is not the one the run was on, or while another user has
 claimed the pod or holds a TPU on it; every delete and create goes to your
 audit log (~/.local/state/tpurun/audit.jsonl). --dry-run prints the commands.
-See docs/runs.md.
+A VM made by a queued resource is not recreated (stage refuses: recreate the
+queued resource yourself). See docs/runs.md.
 
 A hung collective, or one stuck host with the others waiting, exits nothing:
 the watcher also reads each worker's libtpu metrics (as `tpurun top`), and a
