@@ -302,6 +302,9 @@ int run_stage(const StageOptions& o, Context& ctx) {
   request.max_preemptions = gang.max_preemptions;
   request.stall_after_ms = gang.stall_after_ms;
   request.on_stall = o.on_stall;
+  // The watcher deletes only the VM whose id it recorded at stage time: that
+  // id must be today's, not a kept describe's from before a recreate.
+  if (o.recreate) ctx.pod_request.describe_fresh = true;
   const StagePlan plan = plan_stage(std::move(request), ctx);
   if (o.dry_run) {
     print_dry_run(plan, ctx.out);
