@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tpurun/restart_codes.hpp"
 #include "tpurun/run_state.hpp"
 
 namespace tpurun {
@@ -19,6 +20,13 @@ struct GangPolicy {
   // A job with no pid record this long after its attempt began never started
   // (its launcher was cut off): the worker is lost.
   std::chrono::milliseconds start_timeout{120000};
+  // --restart-on-exit-codes: a failure restarts only when its exit code is one
+  // of these (a lost worker counts as 255); unset: every failure may.
+  std::optional<RestartCodes> restart_on;
+  // --recreate: a TPU VM found preempted is created again and the run goes on,
+  // at most max_preemptions times; such an attempt does not use up a restart.
+  bool recreate = false;
+  int max_preemptions = kDefaultMaxPreemptions;
 };
 
 // The latest liveness probe of a worker's job.
@@ -54,8 +62,22 @@ class GangMonitor {
   void others_stopped() { state_.stopped_others = true; }
   // No further attempt after all (its --env values are gone): the failure stands.
   void give_up();
-  // No further attempt: the TPU VM is gone (PREEMPTED, TERMINATED, deleted).
-  void preempted(Preemption what);
+  // The TPU VM is gone (PREEMPTED, TERMINATED, deleted). True: recreating it
+  // is allowed (--recreate, within --max-preemptions), and another attempt is
+  // granted that uses up no restart (xpk's rule); the run is restarting. False:
+  // the run ends as preempted. Either way `what` is recorded.
+  bool preempted(Preemption what);
+  // The granted attempt cannot happen after all (the TPU VM was not
+  // recreated: `why`): the run ends as preempted.
+  void recreate_failed(const std::string& why);
+  // The latest preemption, to add what became of it (when the VM came back,
+  // which attempt resumed, where the time went).
+  Preemption* last_preemption() { return state_.preemptions.empty() ? nullptr : &state_.preemptions.back(); }
+  // A watcher that picks up a run keeps its earlier preemptions, and the
+  // attempts they granted.
+  void resume(const std::vector<Preemption>& earlier);
+  // The last failure may be restarted (--restart-on-exit-codes).
+  bool retryable() const;
   // The attempt is stalled (every worker at 0% duty cycle, no new log line)
   // and --on-stall asks for action: it fails as a whole, the next observe()
   // says stop_others (whatever --on-failure says), and a restart follows only

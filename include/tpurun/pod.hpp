@@ -65,6 +65,12 @@ struct PodConfig {
   // A gcloud pod whose workers came from a recent describe kept on this host
   // (describe_cache.hpp) rather than from gcloud just now.
   bool workers_from_cache = false;
+  // A gcloud pod with workers: describe's whole answer (READY), as gcloud
+  // printed it; a run keeps it to create the TPU VM again (stage --recreate).
+  std::string describe_json;
+  // "setup": the script that makes a new TPU VM of this pod ready (packages,
+  // the shared mount), as an absolute path on this host; "" when none.
+  std::string setup_script;
 };
 
 // A pod and the workers one command acts on (all of them, or --worker's).

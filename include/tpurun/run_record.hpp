@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tpurun/multislice.hpp"
+#include "tpurun/restart_codes.hpp"
 #include "tpurun/worker.hpp"
 
 namespace tpurun {
@@ -35,6 +36,10 @@ struct RunRecord {
   int restarts = 0;
   long long lost_after_ms = 60000;
   long long grace_ms = 10000;       // TERM → KILL when stopping the gang
+  // --restart-on-exit-codes as RestartCodes::text() ("42,127-255"); "" when not given.
+  std::string restart_on_exit_codes;
+  bool recreate = false;            // --recreate: a preempted TPU VM is created again
+  int max_preemptions = kDefaultMaxPreemptions;  // --max-preemptions
   // A stall: every worker at 0% duty cycle (libtpu's metrics) and no new log
   // line for this long. report (the default) only records it; stop and
   // restart hand it to the gang rules as a failure of the attempt.

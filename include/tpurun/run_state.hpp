@@ -40,13 +40,30 @@ struct GangFailure {
   std::string detail;  // one line for the summary
 };
 
-// The run's TPU VM was found PREEMPTED, TERMINATED or deleted (a gcloud pod).
+// The run's TPU VM was found PREEMPTED, TERMINATED or deleted (a gcloud pod),
+// and what the watcher did about it (stage --recreate: created it again).
 struct Preemption {
   std::string tpu;     // the TPU VM's name
   std::string state;   // PREEMPTED, TERMINATED or NOT_FOUND
   std::string detail;  // what gcloud said, one line
   std::string at;      // when the watcher saw it (ISO 8601)
   int attempt = 0;     // the attempt it ended
+  std::string node_id;  // the gone VM's id ("" when it was deleted)
+  std::string since;    // when the first of its workers was seen gone (ISO 8601)
+  // "recreated", or "not recreated" (then `why` says why: no --recreate,
+  // --max-preemptions, a safety rule, or what failed).
+  std::string action;
+  std::string why;
+  std::string new_id;        // the new VM's id
+  std::string resumed_at;    // when the next attempt was launched (ISO 8601)
+  int resumed_attempt = 0;   // which attempt that was
+  // Seconds: from `since` to the relaunch, and where they went.
+  double down_s = 0;
+  double api_s = 0;     // gcloud: delete, create, until READY
+  double keys_s = 0;    // gcloud tpu-vm ssh: the user's key, the new host keys
+  double setup_s = 0;   // the pod's setup script on every worker
+  double launch_s = 0;  // until the relaunch (describe, the TPU free, launch)
+  bool recreated() const { return action == "recreated"; }
 };
 
 // Where the watcher lives: a detached `tpurun` process on the dev VM.
@@ -60,7 +77,7 @@ struct SupervisorInfo {
 struct RunState {
   RunVerdict verdict = RunVerdict::running;
   int attempt = 1;        // 1-based; TPURUN_ATTEMPT of the current launch
-  int max_attempts = 1;   // 1 + --restarts
+  int max_attempts = 1;   // 1 + --restarts, + 1 per TPU VM recreated after a preemption
   std::string on_failure = "stop";
   std::vector<WorkerStatus> workers;
   std::optional<GangFailure> first_failure;  // of the last failed attempt

@@ -11,5 +11,9 @@ namespace tpurun {
 std::string shell_quote(std::string_view arg);
 // Each argument quoted, joined with spaces.
 std::string shell_join(const std::vector<std::string>& argv);
+// For people to read and paste (--dry-run, logs): an argument is quoted only
+// when the shell would change it, so `gcloud compute tpus tpu-vm delete rc`
+// reads as typed and still means the same when pasted.
+std::string shell_display(const std::vector<std::string>& argv);
 
 }  // namespace tpurun

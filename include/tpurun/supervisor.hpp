@@ -13,6 +13,7 @@
 #include "tpurun/pod.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/system.hpp"
+#include "tpurun/tpu_node.hpp"
 #include "tpurun/transport.hpp"
 
 namespace tpurun {
@@ -23,6 +24,7 @@ struct SupervisorSetup {
   std::map<std::string, std::string> env;   // the --env values, for relaunches
   bool env_missing = false;                 // the values were not kept: no relaunch possible
   std::string env_dir;                      // where they are kept (forgotten when the run ends)
+  std::string audit_path;                   // the user's audit log (stage --recreate's deletes and creates)
   int fanout = 64;
   std::chrono::milliseconds poll{1000};        // how often exit records are read
   std::chrono::milliseconds probe_every{3000};  // how often jobs without one are probed
@@ -43,6 +45,7 @@ struct RestartCheck {
   std::string waiting_for;      // "" when nothing is waited for
   std::string gone;             // the TPU VM cannot come back by itself: why
   std::string gone_state;       // PREEMPTED, TERMINATED or NOT_FOUND
+  TpuNode gone_node;            // what describe said of it (name, id; state NOT_FOUND when deleted)
   std::vector<Worker> workers;  // the run's workers at their current addresses
   bool ready() const { return waiting_for.empty() && gone.empty(); }
 };

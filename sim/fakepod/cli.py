@@ -13,11 +13,13 @@ USAGE = """usage: fakepod up N            start (or restore) the default pod: no
        fakepod stop-worker I | start-worker I | blackhole I | partition I | heal I | rekey I
        fakepod clock-skew I SECONDS
   the cloud (NAME is a TPU VM; --zone Z, --project P default to the default node's):
-       fakepod preempt NAME [--terminated]      the VM is preempted: its workers die
+       fakepod preempt NAME [--terminated] [--notice S]
+                                        the VM is preempted: its workers die (after S s of notice)
        fakepod delete NAME | stop NAME          as gcloud's tpu-vm delete / stop
        fakepod start NAME [--new-ips]           as tpu-vm start; --new-ips: the VM comes back on new addresses
-       fakepod create NAME [--accelerator T] [--version V] [--spot] [--internal-ips] [--new-ips]
-                           [--metadata KEY=VALUE]...
+       fakepod create NAME [--accelerator T] [--version V] [--spot | --preemptible] [--internal-ips] [--new-ips]
+                           [--metadata KEY=VALUE]... [--labels K=V,...] [--network N] [--subnetwork S]
+                           [--queued-resource QR]   (as if queued resource QR had made it)
        fakepod node-add NAME --zone Z --slots A-B [--state S] [--id ID] [--accelerator T]
                                a listing-only node over running workers (for board tests)
        fakepod fault zone-down Z [--code N --status S --message M] | zone-up Z

@@ -119,7 +119,8 @@ class Node:
 
     def __init__(self, project, zone, name, node_id, accelerator_type, runtime_version, slots, *,
                  state="READY", view=False, metadata=None, labels=None, scheduling=None,
-                 external_ips=True, description=None, create_time=None, tags=None):
+                 external_ips=True, description=None, create_time=None, tags=None, network=None,
+                 subnetwork=None, data_disks=None, service_account=None, secure_boot=False, queued_resource=None):
         self.project = project
         self.zone = zone
         self.name = name
@@ -139,6 +140,16 @@ class Node:
         self.create_time = create_time or now_rfc3339()
         self.tags = list(tags or [])
         self.symptoms = []
+        # As created (gcloud sends "default" unless --network): the API answers
+        # with full resource paths, filling in the default network's subnetwork.
+        self.network = network_path(project, network or "default")
+        self.subnetwork = subnetwork_path(project, zone, subnetwork or "default")
+        self.data_disks = list(data_disks or [])
+        self.service_account = dict(service_account or {})
+        self.secure_boot = bool(secure_boot)
+        # Output only: "projects/P/locations/Z/queuedResources/Q" when a queued
+        # resource made the node (tpu_v2_messages.py, Node.queuedResource).
+        self.queued_resource = queued_resource
 
     @property
     def full_name(self):
@@ -151,19 +162,19 @@ class Node:
             "acceleratorType": self.accelerator_type,
             "state": self.state,
             "runtimeVersion": self.runtime_version,
-            "networkConfig": {"network": "projects/%s/global/networks/default" % self.project,
-                              "subnetwork": "projects/%s/regions/%s/subnetworks/default"
-                                            % (self.project, self.zone.rsplit("-", 1)[0]),
+            "networkConfig": {"network": self.network, "subnetwork": self.subnetwork,
                               "enableExternalIps": self.external_ips},
-            "serviceAccount": {"email": "%s-compute@developer.gserviceaccount.com" % config.PROJECT_NUMBER,
-                               "scope": ["https://www.googleapis.com/auth/cloud-platform"]},
+            "serviceAccount": {"email": self.service_account.get(
+                                   "email", "%s-compute@developer.gserviceaccount.com" % config.PROJECT_NUMBER),
+                               "scope": self.service_account.get(
+                                   "scope", ["https://www.googleapis.com/auth/cloud-platform"])},
             "createTime": self.create_time,
             "schedulingConfig": dict(self.scheduling),
             "id": self.id,
             "apiVersion": "V2",
             "acceleratorConfig": {"type": accel_config_type(self.accelerator_type),
                                   "topology": "fake-%dhost" % max(1, len(self.slots))},
-            "shieldedInstanceConfig": {},
+            "shieldedInstanceConfig": {"enableSecureBoot": True} if self.secure_boot else {},
         }
         if self.state not in ("CREATING", "DELETING") and self.slots:
             eps = []
@@ -187,6 +198,10 @@ class Node:
             n["tags"] = list(self.tags)
         if self.symptoms:
             n["symptoms"] = list(self.symptoms)
+        if self.data_disks:
+            n["dataDisks"] = [dict(d) for d in self.data_disks]
+        if self.queued_resource:
+            n["queuedResource"] = self.queued_resource
         return n
 
     def to_json(self):
@@ -197,7 +212,23 @@ class Node:
         n = cls.__new__(cls)
         n.__dict__.update(d)
         n.__dict__.setdefault("symptoms", [])
+        n.__dict__.setdefault("network", network_path(n.project, "default"))
+        n.__dict__.setdefault("subnetwork", subnetwork_path(n.project, n.zone, "default"))
+        for key, default in (("data_disks", []), ("service_account", {}), ("secure_boot", False),
+                             ("queued_resource", None)):
+            n.__dict__.setdefault(key, default)
         return n
+
+
+def network_path(project, network):
+    """A network as the API returns it: a full path, whatever form was sent."""
+    return network if "/" in network else "projects/%s/global/networks/%s" % (project, network)
+
+
+def subnetwork_path(project, zone, subnetwork):
+    if "/" in subnetwork:
+        return subnetwork
+    return "projects/%s/regions/%s/subnetworks/%s" % (project, zone.rsplit("-", 1)[0], subnetwork)
 
 
 def new_node_id(rng=random):

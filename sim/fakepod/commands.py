@@ -505,14 +505,18 @@ def node_cmd(name):
     def run(args):
         env = env_or_die()
         need_root()
-        pos, o = parse_opts(args, {"terminated", "spot", "internal-ips", "new-ips", "no-wait"},
-                            {"zone", "project", "accelerator", "version", "metadata"}, {"metadata"})
+        pos, o = parse_opts(args, {"terminated", "spot", "preemptible", "internal-ips", "new-ips", "no-wait"},
+                            {"zone", "project", "accelerator", "version", "metadata", "labels", "network",
+                             "subnetwork", "queued-resource", "notice"}, {"metadata"})
         if len(pos) != 1:
             die("usage: fakepod %s NAME [options]" % name, 2)
         body = {"name": pos[0], "zone": o.get("zone"), "project": o.get("project"), "terminated": o.get("terminated"),
                 "accelerator": o.get("accelerator"), "version": o.get("version"), "spot": o.get("spot"),
                 "internal_ips": o.get("internal-ips"), "new_ips": o.get("new-ips"), "wait": not o.get("no-wait"),
-                "metadata": dict(m.split("=", 1) for m in o.get("metadata", []))}
+                "metadata": dict(m.split("=", 1) for m in o.get("metadata", [])),
+                "preemptible": o.get("preemptible"), "network": o.get("network"), "subnetwork": o.get("subnetwork"),
+                "labels": dict(kv.split("=", 1) for kv in o["labels"].split(",")) if o.get("labels") else None,
+                "queued_resource": o.get("queued-resource"), "notice": o.get("notice")}
         r = control(env, name, body)
         state = r.get("state") or ("done" if r.get("done") else "started")
         print("fakepod: %s %s: %s" % (name, pos[0], state))

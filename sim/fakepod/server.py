@@ -446,7 +446,7 @@ class Cloud:
 
         return self.start_op(node, "delete", work)
 
-    def op_create(self, project, zone, name, body):
+    def op_create(self, project, zone, name, body, queued_resource=None):
         full = "projects/%s/locations/%s/nodes/%s" % (project, zone, name)
         if not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name or ""):
             raise ApiError(400, "INVALID_ARGUMENT", "Invalid node id %r: must match [a-z]([-a-z0-9]*[a-z0-9])?"
@@ -469,7 +469,11 @@ class Cloud:
             node = Node(project, zone, name, cloud.new_node_id(), accel, body["runtimeVersion"], slots,
                         state="CREATING", metadata=body.get("metadata"), labels=body.get("labels"),
                         scheduling=body.get("schedulingConfig"), external_ips=nc.get("enableExternalIps", True),
-                        description=body.get("description"), tags=body.get("tags"))
+                        description=body.get("description"), tags=body.get("tags"), network=nc.get("network"),
+                        subnetwork=nc.get("subnetwork"), data_disks=body.get("dataDisks"),
+                        service_account=body.get("serviceAccount"),
+                        secure_boot=(body.get("shieldedInstanceConfig") or {}).get("enableSecureBoot"),
+                        queued_resource=queued_resource)
             node.health = None
             self.nodes[full] = node
         self.changed()
@@ -487,14 +491,26 @@ class Cloud:
 
         return self.start_op(node, "create", work)
 
-    def preempt(self, node, state="PREEMPTED"):
-        """What Google does to a spot/preemptible VM: the workers die at once."""
+    def preempt(self, node, state="PREEMPTED", notice=0.0):
+        """What Google does to a spot/preemptible VM: the workers die, at once
+        or after `notice` seconds. Compute Engine's preemption process sends
+        an ACPI G2 Soft Off and gives the guest up to 30 s to shut down before
+        G3 Mechanical Off (cloud.google.com/compute/docs/instances/preemptible,
+        "Preemption process"); the API may already say PREEMPTED while the
+        workers still answer, so a tool must not assume they are gone."""
         with self.hv:
-            if not node.view:
+            if not node.view and notice <= 0:
                 self.halt(node.slots)
             node.state, node.health = state, None
             node.health_description = ("The TPU was preempted." if state == "PREEMPTED"
                                        else "The TPU was terminated for maintenance.")
+        if not node.view and notice > 0:
+            def power_off():
+                with self.hv:
+                    # Only the VM that got the notice: not one created since under the name.
+                    if self.nodes.get(node.full_name) is node and node.state == state:
+                        self.halt(node.slots)
+            self.after(notice, power_off)
         self.changed()
 
     # ------------------------------------------------------------ the default pod
@@ -1118,18 +1134,30 @@ def control_route(c, method, path, query, h):
         if cmd == "create":
             body = {"acceleratorType": req.get("accelerator") or "v4-8",
                     "runtimeVersion": req.get("version") or "tpu-ubuntu2204-base",
-                    "networkConfig": {"enableExternalIps": not req.get("internal_ips")}}
+                    "networkConfig": {"enableExternalIps": not req.get("internal_ips"),
+                                      "network": req.get("network") or "default"}}
+            if req.get("subnetwork"):
+                body["networkConfig"]["subnetwork"] = req["subnetwork"]
             if req.get("spot"):
                 body["schedulingConfig"] = {"spot": True}
+            elif req.get("preemptible"):
+                body["schedulingConfig"] = {"preemptible": True}
             if req.get("metadata"):
                 body["metadata"] = req["metadata"]
+            if req.get("labels"):
+                body["labels"] = req["labels"]
+            # A node that a queued resource made: nodes.create never sets this,
+            # and the simulator has no queued resources API.
+            qr = req.get("queued_resource") and "projects/%s/locations/%s/queuedResources/%s" % (
+                project, zone, req["queued_resource"])
             if req.get("new_ips"):
                 c.settings["new_ips"] = True
-            op = c.op_create(project, zone, req["name"], body)
+            op = c.op_create(project, zone, req["name"], body, queued_resource=qr)
         else:
             node = c.node(project, zone, req["name"])
             if cmd == "preempt":
-                c.preempt(node, "TERMINATED" if req.get("terminated") else "PREEMPTED")
+                c.preempt(node, "TERMINATED" if req.get("terminated") else "PREEMPTED",
+                          float(req.get("notice") or 0))
                 return 200, {"state": node.state}
             if cmd == "start" and req.get("new_ips"):
                 c.settings["new_ips"] = True

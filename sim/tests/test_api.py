@@ -121,6 +121,26 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(op["response"]["@type"], "type.googleapis.com/google.protobuf.Empty")
         self.assertEqual(self.call("GET", BASE + "/nodes/t")[0], 404)
 
+    def test_preempt_with_notice_says_preempted_before_the_workers_die(self):
+        halted = []
+        self.c.halt = halted.append  # no workers run here: record what would be powered off
+        n = cloud.Node(P, Z, "spot", "88", "v4-8", "rt", [5])
+        self.c.nodes[n.full_name] = n
+        self.c.preempt(n, notice=0.3)
+        self.assertEqual(self.call("GET", BASE + "/nodes/spot")[1]["state"], "PREEMPTED")
+        self.assertEqual(halted, [])  # still answering: the guest's shutdown time
+        time.sleep(0.6)
+        self.assertEqual(halted, [[5]])
+        # a VM created again under the name before the notice ends is not touched
+        m = cloud.Node(P, Z, "spot2", "89", "v4-8", "rt", [6])
+        self.c.nodes[m.full_name] = m
+        self.c.preempt(m, notice=0.3)
+        self.c.nodes[m.full_name] = cloud.Node(P, Z, "spot2", "90", "v4-8", "rt", [6])
+        time.sleep(0.6)
+        self.assertEqual(halted, [[5]])
+        self.c.preempt(self.c.nodes[m.full_name])  # no notice: at once
+        self.assertEqual(halted, [[5], [6]])
+
     def test_create_validates(self):
         st, e = self.call("POST", BASE + "/nodes?nodeId=t", {"acceleratorType": "v4-8", "runtimeVersion": "x"})
         self.assertEqual((st, e["error"]["status"]), (409, "ALREADY_EXISTS"))
@@ -128,6 +148,46 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(st, 400)
         st, e = self.call("POST", BASE + "/nodes?nodeId=new", {"acceleratorType": "v4-8"})
         self.assertEqual((st, e["error"]["status"]), (400, "INVALID_ARGUMENT"))
+
+    def test_create_keeps_what_a_recreate_copies(self):
+        # What `gcloud compute tpus tpu-vm create` sends (tpu_vm/flags.yaml's
+        # api_fields) comes back from describe, as on the real API.
+        self.c.faults["delays"]["create"] = 60  # the workers never boot here
+        body = {"acceleratorType": "v4-16", "runtimeVersion": "rt",
+                "networkConfig": {"network": "tpu-net", "subnetwork": "tpu-sub", "enableExternalIps": False},
+                "schedulingConfig": {"spot": True}, "labels": {"team": "kmh"},
+                "metadata": {"startup-script": "echo a,b\nmount x"}, "tags": ["tpu"],
+                "serviceAccount": {"email": "sa@p.iam", "scope": ["s1"]},
+                "shieldedInstanceConfig": {"enableSecureBoot": True},
+                "dataDisks": [{"sourceDisk": "projects/p/zones/z/disks/d", "mode": "READ_ONLY"}]}
+        st, op = self.call("POST", BASE + "/nodes?nodeId=new", body)
+        self.assertEqual(st, 200)
+        st, n = self.call("GET", BASE + "/nodes/new")
+        self.assertEqual(n["state"], "CREATING")
+        self.assertEqual(n["networkConfig"], {"network": "projects/%s/global/networks/tpu-net" % P,
+                                              "subnetwork": "projects/%s/regions/us-central2/subnetworks/tpu-sub" % P,
+                                              "enableExternalIps": False})
+        for key in ("schedulingConfig", "labels", "metadata", "tags", "serviceAccount", "shieldedInstanceConfig",
+                    "dataDisks"):
+            self.assertEqual(n[key], body[key], key)
+        self.assertNotIn("queuedResource", n)
+        # gcloud's defaults: network "default", the API fills in its subnetwork
+        self.call("POST", BASE + "/nodes?nodeId=plain", {"acceleratorType": "v4-8", "runtimeVersion": "rt",
+                                                          "networkConfig": {"network": "default"}})
+        n = self.call("GET", BASE + "/nodes/plain")[1]
+        self.assertEqual(n["networkConfig"]["subnetwork"], "projects/%s/regions/us-central2/subnetworks/default" % P)
+        self.assertEqual(n["shieldedInstanceConfig"], {})
+
+    def test_a_node_from_a_queued_resource_says_so(self):
+        self.c.faults["delays"]["create"] = 60
+        self.c.op_create(P, Z, "qr", {"acceleratorType": "v4-8", "runtimeVersion": "rt"},
+                         queued_resource="projects/%s/locations/%s/queuedResources/q1" % (P, Z))
+        n = self.call("GET", BASE + "/nodes/qr")[1]
+        self.assertEqual(n["queuedResource"], "projects/%s/locations/%s/queuedResources/q1" % (P, Z))
+        # and a node saved by an older simulator has the defaults
+        old = cloud.Node.from_json({k: v for k, v in self.c.node(P, Z, "t").to_json().items()
+                                    if k not in ("network", "subnetwork", "queued_resource", "data_disks")})
+        self.assertEqual(old.to_api(self.env)["networkConfig"]["network"], "projects/%s/global/networks/default" % P)
 
     def test_compute_project_and_oslogin(self):
         self.c.project_md = [{"key": "enable-oslogin", "value": "TRUE"}]

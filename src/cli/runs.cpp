@@ -7,8 +7,10 @@
 #include <ctime>
 #include <map>
 
+#include "runs/preemption_json.hpp"
 #include "util/identity.hpp"
 #include "ui/report.hpp"
+#include "tpurun/duration.hpp"
 #include "tpurun/follow.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/run_state.hpp"
@@ -46,6 +48,23 @@ std::string verdict_text(const RunView& run) {
   if (s.verdict == RunVerdict::preempted && !s.preemptions.empty()) text += ": " + s.preemptions.back().detail;
   if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);
   if (!is_final(s.verdict) && !run.watched) text += ", UNWATCHED (tpurun logs RUN -f watches again)";
+  return text;
+}
+
+// "preempted 2026-..Z: TPU VM rc PREEMPTED (attempt 1); recreated (id 1 → 2),
+// down 41s, resumed as attempt 2", or "...; not recreated: why".
+std::string preemption_text(const Preemption& p) {
+  std::string text = fmt::format("{} {}: TPU VM {} {} (attempt {})", p.state == "NOT_FOUND" ? "deleted" : "preempted",
+                                 p.at, p.tpu, p.state == "NOT_FOUND" ? "gone" : p.state, p.attempt);
+  if (p.recreated()) {
+    text += fmt::format("; recreated (id {} → {})", p.node_id.empty() ? "-" : p.node_id, p.new_id);
+    if (p.resumed_attempt > 0) {
+      text += fmt::format(", down {}, resumed as attempt {}", format_age(static_cast<long long>(p.down_s + 0.5)),
+                          p.resumed_attempt);
+    }
+  } else if (!p.why.empty()) {
+    text += "; not recreated: " + p.why;
+  }
   return text;
 }
 
@@ -165,10 +184,7 @@ nlohmann::json run_to_json(const RunView& run) {
   doc["message"] = s.message;
   doc["stalled_since"] = s.stalled_since.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stalled_since);
   doc["preemptions"] = nlohmann::json::array();
-  for (const Preemption& p : s.preemptions) {
-    doc["preemptions"].push_back(
-        {{"tpu", p.tpu}, {"state", p.state}, {"detail", p.detail}, {"at", p.at}, {"attempt", p.attempt}});
-  }
+  for (const Preemption& p : s.preemptions) doc["preemptions"].push_back(preemption_to_json(p));
   doc["workers"] = workers;
   return doc;
 }
@@ -227,6 +243,9 @@ int run_runs(const RunsOptions& o, Context& ctx) {
     if (command.size() > 30) command = command.substr(0, 27) + "...";
     fmt::print(ctx.out, "{:<44} {:<20} {:<30} {}\n", run.record.run_id, run.record.created_at, command,
                run.state ? verdict_text(run) + " — " + summarize_states(*run.state) : summarize(run.jobs));
+    if (run.state) {
+      for (const Preemption& p : run.state->preemptions) fmt::print(ctx.out, "  {}\n", preemption_text(p));
+    }
   }
   return 0;
 }

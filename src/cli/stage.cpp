@@ -12,6 +12,8 @@
 #include "runs/stage_run.hpp"
 #include "runs/stage_slices.hpp"
 #include "tpurun/duration.hpp"
+#include "tpurun/restart_codes.hpp"
+#include "tpurun/shell_quote.hpp"
 #include "tpurun/worker_select.hpp"
 #include "board/pod_pick.hpp"
 #include "ui/report.hpp"
@@ -22,6 +24,8 @@ namespace {
 struct GangFlags {
   long long lost_after_ms = 60000;
   long long grace_ms = 10000;
+  std::string restart_on_exit_codes;  // RestartCodes::text(), "" when not given
+  int max_preemptions = kDefaultMaxPreemptions;
   long long stall_after_ms = 30 * 60 * 1000;
 };
 
@@ -60,6 +64,17 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
       ->default_str("stop");
   cmd->add_option("--restarts", o.restarts, "After a failure, relaunch the whole run up to N times (TPURUN_ATTEMPT)")
       ->default_str("0");
+  cmd->add_option("--restart-on-exit-codes", o.restart_on_exit_codes,
+                  "Restart only failures with these exit codes: xpk's 42 and 127-255 (signals, a lost worker), "
+                  "plus LIST, e.g. 1,3-5; other codes end the run at once")
+      ->expected(0, 1)
+      ->type_name("[LIST]");
+  cmd->add_flag("--recreate", o.recreate,
+                "gcloud pods: when the TPU VM is PREEMPTED, TERMINATED or deleted, delete it, create it again "
+                "as it was, run the pod's \"setup\" on it and resume the run (uses up no --restarts)");
+  cmd->add_option("--max-preemptions", o.max_preemptions,
+                  "With --recreate: how many preemptions to recover from (default 3); the next one ends the run")
+      ->type_name("M");
   cmd->add_option("--lost-after", o.lost_after, "A worker unreachable for this long counts as lost")
       ->default_str("60s");
   cmd->add_option("--grace", o.grace, "When stopping the run: time between SIGTERM and SIGKILL")->default_str("10s");
@@ -105,6 +120,25 @@ exited 0; the first failing worker's exit code; 255 when it was lost; 75 when
 a relaunch was due but the TPU VM is PREEMPTED, TERMINATED or deleted (it
 never comes back by itself); 130 when you only detached.
 
+--restart-on-exit-codes limits --restarts to failures whose exit code may go
+away on a retry, as xpk does: 42 and 127-255 (a signal, a lost worker: 255),
+plus the codes you list (1,3-5). Any other code ends the run at once.
+
+Preemption (gcloud pods): a spot or preemptible TPU VM that is PREEMPTED,
+TERMINATED or deleted never comes back by itself. With --recreate the watcher
+deletes it, creates it again with what describe said at stage time (type,
+runtime version, network, spot/preemptible, labels, metadata), waits for
+READY, lets gcloud put your key and the new host keys in place, runs the
+pod's "setup" script (tpurun.json: "setup": "scripts/setup.sh", run like
+exec --script on every worker; output in <log dir>/setup.log) and resumes
+with TPURUN_ATTEMPT one higher. A preemption uses up no --restarts;
+--max-preemptions M (default 3) bounds them. It never deletes a VM that is in
+another state, that is not the one the run was on, or while another user has
+claimed the pod or holds a TPU on it; every delete and create goes to your
+audit log (~/.local/state/tpurun/audit.jsonl). --dry-run prints the commands.
+A VM made by a queued resource is not recreated (stage refuses: recreate the
+queued resource yourself). See docs/runs.md.
+
 A hung collective, or one stuck host with the others waiting, exits nothing:
 the watcher also reads each worker's libtpu metrics (as `tpurun top`), and a
 run whose every worker stays at 0% duty cycle with no new log line for
@@ -146,6 +180,7 @@ Examples:
   tpurun stage --env-file .env.tpu --env-from WANDB_API_KEY -- python3 main.py
   tpurun stage --detach --json -- python3 main.py | jq -r .run_id
   tpurun stage --restarts 2 --lost-after 2m -- python3 main.py --resume=auto
+  tpurun stage --recreate --restarts 2 --restart-on-exit-codes -- python3 main.py  # spot TPU VMs
   tpurun stage --on-failure continue -- python3 eval_shard.py   # independent workers
   tpurun logs RUN -f       # reattach          tpurun kill --run RUN    # stop)");
   return cmd;
@@ -167,6 +202,24 @@ GangFlags parse_gang_flags(const StageOptions& o) {
   }
   flags.grace_ms = parse_duration(o.grace).count();
   if (flags.grace_ms > 3600 * 1000LL) throw UsageError(fmt::format("--grace {}: at most 1h", o.grace));
+  if (o.restart_on_exit_codes) {
+    std::string why;
+    auto codes = RestartCodes::parse(*o.restart_on_exit_codes, &why);
+    if (!codes) throw UsageError(fmt::format("--restart-on-exit-codes {}: {}", *o.restart_on_exit_codes, why));
+    if (o.restarts == 0) {
+      throw UsageError("--restart-on-exit-codes limits which failures --restarts relaunches: give --restarts N too");
+    }
+    flags.restart_on_exit_codes = codes->text();
+  }
+  if (o.max_preemptions) {
+    if (!o.recreate) {
+      throw UsageError("--max-preemptions bounds how often --recreate brings a preempted TPU VM back: add --recreate");
+    }
+    if (*o.max_preemptions < 0 || *o.max_preemptions > 100) {
+      throw UsageError(fmt::format("--max-preemptions {}: give a count from 0 to 100", *o.max_preemptions));
+    }
+    flags.max_preemptions = *o.max_preemptions;
+  }
   if (o.on_stall != "report" && o.on_stall != "stop" && o.on_stall != "restart") {
     throw UsageError(fmt::format("--on-stall {}: use report (the default: only say so), stop or restart",
                                  o.on_stall));
@@ -189,10 +242,24 @@ void print_dry_run(const StagePlan& plan, std::FILE* out) {
   for (const Worker& w : target.workers) fmt::print(out, "  {}\n", w.display());
   fmt::print(out, "snapshot of {} into {}/{}/<yymmddHHMMSS>-<rand>-<sha>-code\n", plan.source_dir,
              target.pod.staging_root, plan.user);
-  fmt::print(out, "log dir {}/{}/{}/{}\n", target.pod.logs_root, plan.user, plan.project,
-             make_run_id(std::chrono::system_clock::now(), "<rand>", target.pod.name, plan.request.tags));
+  const std::string log_dir =
+      fmt::format("{}/{}/{}/{}", target.pod.logs_root, plan.user, plan.project,
+                  make_run_id(std::chrono::system_clock::now(), "<rand>", target.pod.name, plan.request.tags));
+  fmt::print(out, "log dir {}\n", log_dir);
   fmt::print(out, "command on each worker (in the snapshot, detached): {}\n", fmt::join(plan.request.argv, " "));
   for (const auto& [key, value] : plan.request.env) fmt::print(out, "  env {}=<value hidden>\n", key);
+  const auto recreate = planned_recreate(plan, log_dir);
+  if (recreate.empty()) return;
+  fmt::print(out, "if TPU VM {} is PREEMPTED, TERMINATED or deleted (--recreate, at most {} time{}), the run's "
+                  "watcher runs:\n",
+             target.pod.gcloud->name, plan.request.max_preemptions, plan.request.max_preemptions == 1 ? "" : "s");
+  for (const auto& argv : recreate) fmt::print(out, "  {}\n", shell_display(argv));
+  if (target.pod.setup_script.empty()) {
+    fmt::print(out, "  (no \"setup\" script for pod '{}': nothing is set up on the new VM)\n", target.pod.name);
+  } else {
+    fmt::print(out, "  setup: bash -s < {} on every worker (output: {}/setup.log)\n", target.pod.setup_script, log_dir);
+  }
+  fmt::print(out, "  then attempt N+1 from the same snapshot\n");
 }
 
 nlohmann::json launch_json(const StagedRun& run, const StagePlan& plan) {
@@ -230,8 +297,14 @@ int run_stage(const StageOptions& o, Context& ctx) {
   request.restarts = o.restarts;
   request.lost_after_ms = gang.lost_after_ms;
   request.grace_ms = gang.grace_ms;
+  request.restart_on_exit_codes = gang.restart_on_exit_codes;
+  request.recreate = o.recreate;
+  request.max_preemptions = gang.max_preemptions;
   request.stall_after_ms = gang.stall_after_ms;
   request.on_stall = o.on_stall;
+  // The watcher deletes only the VM whose id it recorded at stage time: that
+  // id must be today's, not a kept describe's from before a recreate.
+  if (o.recreate) ctx.pod_request.describe_fresh = true;
   const StagePlan plan = plan_stage(std::move(request), ctx);
   if (o.dry_run) {
     print_dry_run(plan, ctx.out);

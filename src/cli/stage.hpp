@@ -28,6 +28,10 @@ struct StageOptions {
   int restarts = 0;
   std::string lost_after = "60s";
   std::string grace = "10s";
+  // --restart-on-exit-codes [LIST]: "" when given bare (xpk's 42 and 127-255)
+  std::optional<std::string> restart_on_exit_codes;
+  bool recreate = false;                // --recreate: create a preempted TPU VM again
+  std::optional<int> max_preemptions;   // --max-preemptions (default 3)
   std::string stall_after = "30m";
   std::string on_stall = "report";
   std::vector<std::string> argv;  // after --

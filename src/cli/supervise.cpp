@@ -13,7 +13,9 @@
 #include "util/identity.hpp"
 #include "runs/run_follow.hpp"
 #include "tpurun/run_env.hpp"
+#include "tpu/kill_audit.hpp"
 #include "tpurun/supervisor.hpp"
+#include "tpurun/tpu_node.hpp"
 
 namespace tpurun::cli {
 
@@ -41,8 +43,18 @@ int run_supervise(const SuperviseOptions& o, Context& ctx) {
     fmt::print("another watcher of run {} is running on this host\n", setup.record.run_id);
     return 0;
   }
-  setup.pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  try {
+    setup.pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  } catch (const TpuUnavailable& e) {
+    // A watcher that starts again while the TPU VM is preempted or gone
+    // still has work: the run's verdict, or (--recreate) the VM itself.
+    fmt::print("{}\n", e.what());
+    PodRequest records_only = ctx.pod_request;
+    records_only.need_workers = false;
+    setup.pod = load_pod(records_only, ctx.env, ctx.processes);
+  }
   setup.env_dir = run_env_dir(ctx);
+  setup.audit_path = default_audit_path(ctx.env);
   if (auto env = load_run_env(setup.env_dir, setup.record.run_id)) {
     setup.env = *env;
   } else {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "config_node.hpp"
 #include "config_slices.hpp"
@@ -19,7 +20,7 @@ const std::vector<std::string> kTopKeys = {"default_pod", "pods", "board"};
 const std::vector<std::string> kBoardGcloudKeys = {"project", "zones", "internal_ip", "ssh"};
 const std::vector<std::string> kPodKeys = {
     "workers", "gcloud", "ssh", "staging_root", "logs_root", "device_globs", "stage_size_limit",
-    "slices", "megascale_port"};
+    "slices", "megascale_port", "setup"};
 const std::vector<std::string> kSshKeys = {"user", "identity_file", "known_hosts",
                                            "host_key_policy", "connect_timeout_s"};
 const std::vector<std::string> kGcloudKeys = {"name", "zone", "project", "internal_ip"};
@@ -136,7 +137,19 @@ std::uint64_t read_byte_size(const ConfigNode& node) {
   return *bytes;
 }
 
-PodConfig read_pod(const std::string& name, const ConfigNode& node, const Environment& env) {
+// "setup": a local script, relative to the config file's directory (so a
+// project's tpurun.json can name its own scripts/setup.sh). Its existence is
+// checked when it is used (stage --recreate), not by every command.
+std::string read_setup_script(const ConfigNode& node, const std::string& config_path, const Environment& env) {
+  std::string path = node.as_nonempty_string();
+  if (path.front() == '~') return expand_home(path, env);
+  std::filesystem::path p(path);
+  if (p.is_relative()) p = std::filesystem::absolute(std::filesystem::path(config_path).parent_path()) / p;
+  return p.lexically_normal().string();
+}
+
+PodConfig read_pod(const std::string& name, const ConfigNode& node, const std::string& config_path,
+                   const Environment& env) {
   node.allow_only(kPodKeys);
   if (auto port = node.get("megascale_port")) {
     port->fail("megascale_port is for a multi-slice pod (one with \"slices\"); see docs/multislice.md");
@@ -157,6 +170,7 @@ PodConfig read_pod(const std::string& name, const ConfigNode& node, const Enviro
   pod.logs_root = read_remote_dir(node.require("logs_root"));
   if (auto globs = node.get("device_globs")) pod.device_globs = read_device_globs(*globs);
   if (auto limit = node.get("stage_size_limit")) pod.stage_size_limit = read_byte_size(*limit);
+  if (auto setup = node.get("setup")) pod.setup_script = read_setup_script(*setup, config_path, env);
   return pod;
 }
 
@@ -205,7 +219,7 @@ ConfigFile parse_config(const std::string& text, const std::string& path, const 
     if (has_slices(node)) {
       multislice.emplace_back(name, node);
     } else {
-      config.pods.emplace(name, read_pod(name, node, env));
+      config.pods.emplace(name, read_pod(name, node, path, env));
     }
   }
   read_slices_pods(multislice, config.pods);

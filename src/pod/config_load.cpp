@@ -227,6 +227,7 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   } else if (pod.gcloud) {
     if (auto kept = request.describe_fresh ? std::nullopt : read_kept_describe(*pod.gcloud, env)) {
       pod.workers = kept->workers;
+      pod.describe_json = kept->json;
       pod.workers_from_cache = true;
     } else {
       TpuNode node;
@@ -238,6 +239,7 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
       }
       if (!node.ready()) forget_describe(*pod.gcloud, env);
       pod.workers = ready_workers(pod, node);
+      pod.describe_json = node.json;
       keep_describe(*pod.gcloud, node, env);
     }
   }

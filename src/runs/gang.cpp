@@ -128,8 +128,16 @@ bool GangMonitor::all_ended() const {
   return true;
 }
 
+bool GangMonitor::retryable() const {
+  if (!policy_.restart_on || !state_.first_failure) return true;
+  const GangFailure& f = *state_.first_failure;
+  if (f.how == "stalled") return true;  // --on-stall restart asked for it; no exit code to judge
+  return policy_.restart_on->contains(f.how == "lost" ? 255 : f.exit_code);
+}
+
 GangAction GangMonitor::finish(bool stop_requested) {
-  if (failed_this_attempt_ && !stop_requested && !no_restart_ && state_.attempt < state_.max_attempts) {
+  if (failed_this_attempt_ && !stop_requested && !no_restart_ && state_.attempt < state_.max_attempts &&
+      retryable()) {
     state_.verdict = RunVerdict::restarting;
     for (WorkerStatus& w : state_.workers) {
       if (w.state != WorkerState::succeeded || policy_.stop_on_failure) w.state = WorkerState::restarting;
@@ -163,11 +171,34 @@ void GangMonitor::stalled(Time now, const std::string& detail, bool may_restart)
   state_.first_failure = f;
 }
 
-void GangMonitor::preempted(Preemption what) {
-  if (is_final(state_.verdict) && state_.verdict != RunVerdict::lost) return;  // lost: because of it
+bool GangMonitor::preempted(Preemption what) {
+  // lost or failed: because of it
+  if (is_final(state_.verdict) && state_.verdict != RunVerdict::lost && state_.verdict != RunVerdict::failed) {
+    return false;
+  }
   what.attempt = state_.attempt;
   state_.preemptions.push_back(std::move(what));
+  if (!policy_.recreate || static_cast<int>(state_.preemptions.size()) > policy_.max_preemptions) {
+    state_.verdict = RunVerdict::preempted;
+    return false;
+  }
+  state_.max_attempts += 1;  // this attempt was the cloud's doing, not the job's
+  state_.verdict = RunVerdict::restarting;
+  for (WorkerStatus& w : state_.workers) w.state = WorkerState::restarting;
+  return true;
+}
+
+void GangMonitor::recreate_failed(const std::string& why) {
+  if (state_.verdict != RunVerdict::restarting || state_.preemptions.empty()) return;
+  state_.max_attempts -= 1;
+  state_.preemptions.back().action = "not recreated";
+  state_.preemptions.back().why = why;
   state_.verdict = RunVerdict::preempted;
+}
+
+void GangMonitor::resume(const std::vector<Preemption>& earlier) {
+  state_.preemptions = earlier;
+  for (const Preemption& p : earlier) state_.max_attempts += p.recreated() ? 1 : 0;
 }
 
 GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested) {

@@ -36,12 +36,14 @@ std::optional<TpuNode> described(const std::string& pod, const GcloudSpec& spec,
     if (gone_for_good(node.state)) {
       check.gone = what;
       check.gone_state = node.state;
+      check.gone_node = node;
     } else {
       check.waiting_for = node.endpoint_error.empty() || !node.ready() ? what : node.endpoint_error;
     }
   } catch (const TpuUnavailable& e) {  // deleted
     check.gone = fmt::format("TPU VM {} was not found (deleted)", spec.name);
     check.gone_state = e.node().state;
+    check.gone_node = e.node();
   } catch (const std::exception& e) {
     check.waiting_for = e.what();  // gcloud itself failed: try again later
   }

@@ -35,10 +35,15 @@ void print_summary(const RunRecord& run, const RunState& s, LinePrinter& printer
     return;
   }
   if (s.verdict == RunVerdict::preempted) {
+    const Preemption* last = s.preemptions.empty() ? nullptr : &s.preemptions.back();
     printer.note(fmt::format("run {} ended: its TPU VM is gone{}: {}", run.run_id, attempts,
-                             s.preemptions.empty() ? "preempted" : s.preemptions.back().detail));
-    printer.note("  it never comes back by itself: delete it and create it again, then stage the run again; "
-                 "its logs stay readable (tpurun logs " + run.run_id + ")");
+                             last ? last->detail : "preempted"));
+    if (last && !last->why.empty() && last->why != "no --recreate") {
+      printer.note(fmt::format("  not recreated: {}", last->why));
+    } else {
+      printer.note("  it never comes back by itself: delete it and create it again (or stage with --recreate), "
+                   "then stage the run again; its logs stay readable (tpurun logs " + run.run_id + ")");
+    }
     return;
   }
   if (s.verdict == RunVerdict::stopped) {

@@ -112,6 +112,8 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
                      {"gang", {{"on_failure", r.on_failure}, {"restarts", r.restarts},
                                {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms},
                                {"stall_after_ms", r.stall_after_ms}, {"on_stall", r.on_stall}}}};
+  if (!r.restart_on_exit_codes.empty()) doc["gang"]["restart_on_exit_codes"] = r.restart_on_exit_codes;
+  if (r.recreate) doc["gang"].update({{"recreate", true}, {"max_preemptions", r.max_preemptions}});
   if (r.megascale) {
     doc["slices"] = r.slices;
     doc["megascale"] = {{"num_slices", r.megascale->num_slices}, {"coordinator", r.megascale->coordinator},
@@ -162,6 +164,9 @@ RunRecord read_run_record(const std::string& log_dir) {
       r.restarts = g.value("restarts", 0);
       r.lost_after_ms = g.value("lost_after_ms", 60000LL);
       r.grace_ms = g.value("grace_ms", 10000LL);
+      r.restart_on_exit_codes = g.value("restart_on_exit_codes", "");
+      r.recreate = g.value("recreate", false);
+      r.max_preemptions = g.value("max_preemptions", kDefaultMaxPreemptions);
       r.stall_after_ms = g.value("stall_after_ms", 30 * 60 * 1000LL);
       r.on_stall = g.value("on_stall", "report");
     }

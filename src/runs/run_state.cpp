@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "runs/preemption_json.hpp"
 #include "tpurun/atomic_file.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/unique_fd.hpp"
@@ -75,10 +76,7 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
                {"since", f.since},   {"at", f.at},       {"detail", f.detail}};
   }
   nlohmann::json preemptions = nlohmann::json::array();
-  for (const Preemption& p : s.preemptions) {
-    preemptions.push_back(
-        {{"tpu", p.tpu}, {"state", p.state}, {"detail", p.detail}, {"at", p.at}, {"attempt", p.attempt}});
-  }
+  for (const Preemption& p : s.preemptions) preemptions.push_back(preemption_to_json(p));
   nlohmann::json doc{{"verdict", to_string(s.verdict)},
                      {"attempt", s.attempt},
                      {"max_attempts", s.max_attempts},
@@ -131,8 +129,7 @@ std::optional<RunState> read_run_state(const std::string& log_dir) {
     if (doc.contains("preemptions") && doc["preemptions"].is_array()) {
       for (const auto& p : doc["preemptions"]) {
         if (!p.is_object()) continue;
-        s.preemptions.push_back(Preemption{p.value("tpu", ""), p.value("state", ""), p.value("detail", ""),
-                                           p.value("at", ""), p.value("attempt", 0)});
+        s.preemptions.push_back(preemption_from_json(p));
       }
     }
     s.message = doc.value("message", "");

@@ -4,12 +4,17 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <future>
 
 #include "board/claim_check.hpp"
 #include "board/pod_pick.hpp"
+#include "runs/recreate.hpp"
 #include "runs/job_env.hpp"
 #include "runs/preflight.hpp"
 #include "runs/run_follow.hpp"
@@ -18,6 +23,7 @@
 #include "tpurun/duration.hpp"
 #include "tpurun/run_env.hpp"
 #include "tpurun/safe_dir.hpp"
+#include "tpurun/tpu_recreate.hpp"
 #include "tpurun/worker_select.hpp"
 #include "util/identity.hpp"
 
@@ -77,6 +83,9 @@ RunRecord make_record(const StagePlan& plan, const StagedSnapshot& staged) {
   record.restarts = r.restarts;
   record.lost_after_ms = r.lost_after_ms;
   record.grace_ms = r.grace_ms;
+  record.restart_on_exit_codes = r.restart_on_exit_codes;
+  record.recreate = r.recreate;
+  record.max_preemptions = r.max_preemptions;
   record.stall_after_ms = r.stall_after_ms;
   record.on_stall = r.on_stall;
   return record;
@@ -95,7 +104,54 @@ void record_not_started(const RunRecord& record, const WorkerOutcome& launch) {
   write_file_atomic(job_file(record.log_dir, launch.worker.index, 1, "exit"), "255\n");
 }
 
+// --recreate needs a TPU VM that tpurun describes and can create again as it was.
+void check_recreate(const PodConfig& pod) {
+  const std::string head = fmt::format("--recreate: pod '{}'", pod.name);
+  if (!pod.slices.empty()) {
+    throw UsageError(head + " is a multi-slice pod; tpurun recreates the TPU VM of a single gcloud pod only "
+                            "(see docs/runs.md)");
+  }
+  if (!pod.gcloud) {
+    throw UsageError(head + " lists its workers (\"workers\"), so tpurun does not know a TPU VM to create "
+                            "again: only a gcloud pod (\"gcloud\": {\"name\", \"zone\"}) can be recreated "
+                            "(see docs/runs.md)");
+  }
+  try {
+    if (auto why = why_not_recreatable(read_tpu_vm_shape(pod.describe_json))) {
+      throw UsageError(fmt::format("{}: tpurun cannot recreate TPU VM {}: {}", head, pod.gcloud->name, *why));
+    }
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("{}: cannot read what gcloud said about TPU VM {}: {}", head, pod.gcloud->name,
+                                 e.what()));
+  }
+  if (!pod.setup_script.empty() && ::access(pod.setup_script.c_str(), R_OK) != 0) {
+    throw UsageError(fmt::format("{}: its \"setup\" script {} cannot be read: {}", head, pod.setup_script,
+                                 std::strerror(errno)));
+  }
+}
+
+// What a recreate needs later, kept in the log dir: describe's answer (in a
+// 0700 dir: the VM's metadata may hold secrets) and the pod's setup script.
+void keep_for_recreate(const StagePlan& plan, const RunRecord& record) {
+  const PodConfig& pod = plan.target.pod;
+  if (!pod.gcloud || pod.describe_json.empty()) return;
+  if (::mkdir(tpu_vm_dir(record.log_dir).c_str(), 0700) != 0 && errno != EEXIST) {
+    throw std::runtime_error(fmt::format("cannot create {}: {}", tpu_vm_dir(record.log_dir), std::strerror(errno)));
+  }
+  write_file_atomic(recorded_tpu_vm_path(record.log_dir), pod.describe_json);
+  if (plan.request.recreate && !pod.setup_script.empty()) {
+    write_file_atomic(recorded_setup_path(record.log_dir), read_small_file(pod.setup_script));
+  }
+}
+
 }  // namespace
+
+std::vector<std::vector<std::string>> planned_recreate(const StagePlan& plan, const std::string& log_dir) {
+  if (!plan.request.recreate || !plan.target.pod.gcloud) return {};
+  return recreate_commands(*plan.target.pod.gcloud, plan.target.pod.describe_json, log_dir);
+}
 
 StagePlan plan_stage(StageRequest request, Context& ctx) {
   pick_pod(ctx, request.ignore_claim, request.wait_pod);  // --pod auto / --pod 'glob*' [--wait]
@@ -104,6 +160,7 @@ StagePlan plan_stage(StageRequest request, Context& ctx) {
   require_roots(plan.target.pod);
   respect_claims(plan.target.pod, request.ignore_claim, ctx);
   plan.slices = plan_multislice(plan.target, request.megascale_port, request.env);
+  if (request.recreate) check_recreate(plan.target.pod);
   plan.user = local_user(ctx.env);
   plan.source_dir = std::filesystem::current_path().string();
   plan.project = project_name(plan.source_dir);
@@ -152,7 +209,13 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
 
   run.record = make_record(plan, run.staged);
   write_run_record(run.record, run.staged.git.diff);
-  if (!r.env.empty() && r.restarts > 0) save_run_env(run_env_dir(ctx), run.record.run_id, r.env);
+  keep_for_recreate(plan, run.record);
+  if (r.recreate && pod.setup_script.empty()) {
+    printer.note(fmt::format("--recreate: pod '{}' has no \"setup\" script, so a recreated TPU VM gets only what "
+                             "its image and metadata give it (no packages, no shared mount); see docs/runs.md",
+                             pod.name));
+  }
+  if (!r.env.empty() && (r.restarts > 0 || r.recreate)) save_run_env(run_env_dir(ctx), run.record.run_id, r.env);
   printer.note(fmt::format("run {} → {}", run.record.run_id, run.record.log_dir));
 
   // The watcher starts first, so the gang rules hold even if this client is

@@ -13,6 +13,7 @@
 #include "tpurun/launch.hpp"
 #include "tpurun/multislice.hpp"
 #include "tpurun/printer.hpp"
+#include "tpurun/restart_codes.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/staging.hpp"
 
@@ -34,6 +35,9 @@ struct StageRequest {
   int restarts = 0;
   long long lost_after_ms = 60000;
   long long grace_ms = 10000;
+  std::string restart_on_exit_codes;  // RestartCodes::text(); "" when not limited
+  bool recreate = false;
+  int max_preemptions = kDefaultMaxPreemptions;
   long long stall_after_ms = 30 * 60 * 1000;
   std::string on_stall = "report";
 };
@@ -48,9 +52,15 @@ struct StagePlan {
 };
 
 // Picks the pod (--pod auto, waiting with --wait), loads it, applies
-// --worker, and refuses a pod without roots, a pod another user claimed and
-// multi-slice flags that make no sense. Writes nothing. Throws UsageError.
+// --worker, and refuses a pod without roots, a pod another user claimed,
+// multi-slice flags that make no sense and --recreate where tpurun cannot
+// recreate the TPU VM. Writes nothing. Throws UsageError.
 StagePlan plan_stage(StageRequest request, Context& ctx);
+
+// --recreate: the commands the run's watcher would run on a preemption
+// (delete, create, key and host keys), for --dry-run; `log_dir` is where the
+// metadata files would be.
+std::vector<std::vector<std::string>> planned_recreate(const StagePlan& plan, const std::string& log_dir);
 
 struct StagedRun {
   RunRecord record;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "runs/preemption_recovery.hpp"
 #include "tpurun/diagnostics.hpp"
 #include "tpurun/file_watch.hpp"
 #include "tpurun/gang.hpp"
@@ -16,11 +17,7 @@
 #include "tpurun/liveness.hpp"
 #include "tpurun/run_env.hpp"
 #include "tpurun/tpu_kill.hpp"
-#include "runs/stall.hpp"
-#include "tpurun/claims.hpp"
-
-#include <filesystem>
-#include <system_error>
+#include "runs/run_stall.hpp"
 
 namespace tpurun {
 namespace {
@@ -48,14 +45,19 @@ class Supervisor {
         monitor_(policy(setup.record), indices(setup.record), resume_attempt(setup.record)),
         self_(this_process_as_supervisor()),
         workers_(setup.record.workers),
-        stall_(std::chrono::milliseconds(setup.record.stall_after_ms)) {}
+        recovery_(setup, transport, processes, cancel, [this](const std::string& text) { say(text); },
+                  [this] { save(false); }),
+        stall_(setup.record, setup.pod.logs_root, transport, setup.fanout,
+               [this](const std::string& text) { say(text); }) {
+    if (auto earlier = read_run_state(setup.record.log_dir)) monitor_.resume(earlier->preemptions);
+  }
 
   int run() {
     say(fmt::format("watching run {} (attempt {} of {}, on failure: {}, lost after {}s)", setup_.record.run_id,
                     monitor_.state().attempt, monitor_.state().max_attempts, setup_.record.on_failure,
                     setup_.record.lost_after_ms / 1000));
     auto prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
-    start_duty_prober();
+    stall_.start(workers_);
     save(true);
     for (;;) {
       if (cancel_.cancelled() && !stop_requested(setup_.record.log_dir)) {
@@ -76,15 +78,23 @@ class Supervisor {
           if (!restart(prober)) return signalled_ ? 0 : finish();
           break;
         case GangAction::finished:
-          return finish();
+          if (!preempted_at_end()) return finish();
+          if (!relaunch(prober)) return signalled_ ? 0 : finish();
+          break;
       }
     }
   }
 
  private:
   static GangPolicy policy(const RunRecord& r) {
-    GangPolicy p{r.on_failure != "continue", 1 + std::max(0, r.restarts), std::chrono::milliseconds(r.lost_after_ms)};
+    GangPolicy p;
+    p.stop_on_failure = r.on_failure != "continue";
+    p.max_attempts = 1 + std::max(0, r.restarts);
+    p.lost_after = std::chrono::milliseconds(r.lost_after_ms);
     p.start_timeout = p.lost_after + std::chrono::seconds(60);
+    if (!r.restart_on_exit_codes.empty()) p.restart_on = RestartCodes::parse(r.restart_on_exit_codes);
+    p.recreate = r.recreate;
+    p.max_preemptions = r.max_preemptions;
     return p;
   }
   static std::vector<int> indices(const RunRecord& r) {
@@ -97,71 +107,10 @@ class Supervisor {
     return state ? std::max(1, state->attempt) : 1;
   }
 
-  // A stall watch needs the metrics; a run watched by an older setup without
-  // them simply never stalls.
-  void start_duty_prober() {
-    duty_ = std::make_unique<DutyProber>(transport_, workers_, setup_.fanout,
-                                         stall_poll_interval(std::chrono::milliseconds(setup_.record.stall_after_ms)));
-  }
-
-  // Bytes in the workers' logs: a new line anywhere makes it grow.
-  long long log_bytes() const {
-    long long total = 0;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(setup_.record.log_dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("worker", 0) != 0 || name.find(".log") == std::string::npos) continue;
-      const auto size = entry.file_size(ec);
-      if (!ec) total += static_cast<long long>(size);
-    }
-    return total;
-  }
-
-  // One metrics round at a time: is every worker at 0% with no new log line,
-  // and for how long? report only records it; stop and restart fail the attempt.
+  // One metrics round at a time (runs/run_stall): stop and restart fail the attempt.
   void watch_for_stall() {
-    if (!duty_ || monitor_.state().verdict != RunVerdict::running) return;
-    auto round = duty_->take();
-    if (!round) return;
-    const long long bytes = log_bytes();
-    const bool grew = bytes != log_bytes_;
-    log_bytes_ = bytes;
-    const auto now = Clock::now();
-    const std::optional<bool> idle = gang_idle(*round);
-    // The board's idle time: the chips alone, whatever the logs say.
-    if (idle != true && !idle_since_.empty()) {
-      idle_since_.clear();
-      publish_idle(std::nullopt);
-    } else if (idle == true && idle_since_.empty()) {
-      idle_since_ = iso8601_utc(now);
-      publish_idle(now);
-    }
-    const auto since = stall_.observe(idle, grew, now);
-    if (!since) {
-      if (!stalled_since_.empty()) say("the run is active again (a chip above 0% or a new log line)");
-      stalled_since_.clear();
-      return;
-    }
-    if (!stalled_since_.empty()) return;
-    stalled_since_ = iso8601_utc(*since);
-    const std::string detail = fmt::format("stalled: every worker at 0% duty cycle and no new log line since {}",
-                                           stalled_since_);
-    say(fmt::format("{} (--stall-after {}s, on stall: {})", detail, setup_.record.stall_after_ms / 1000,
-                    setup_.record.on_stall));
-    if (setup_.record.on_stall != "report") monitor_.stalled(now, detail, setup_.record.on_stall == "restart");
-  }
-
-  // The board's mark (run dirs are private; the board is for the team).
-  void publish_idle(std::optional<Clock::time_point> since) {
-    if (setup_.pod.logs_root.empty()) return;
-    try {
-      Board board(setup_.pod.logs_root);
-      if (since) board.mark_idle(setup_.record.run_id, setup_.record.user, *since);
-      else board.clear_idle(setup_.record.run_id);
-    } catch (const std::exception& e) {
-      if (!idle_mark_failed_) say(fmt::format("cannot mark the run idle on the board: {}", e.what()));
-      idle_mark_failed_ = true;
-    }
+    if (monitor_.state().verdict != RunVerdict::running) return;
+    if (auto stalled = stall_.look()) monitor_.stalled(stalled->at, stalled->detail, stalled->may_restart);
   }
 
   void say(const std::string& text) {
@@ -182,8 +131,8 @@ class Supervisor {
   void save(bool force) {
     RunState state = monitor_.state();
     state.message = message_;
-    state.stalled_since = stalled_since_;
-    state.idle_since = idle_since_;
+    state.stalled_since = stall_.stalled_since();
+    state.idle_since = stall_.idle_since();
     state.supervisor = self_;
     const std::string now_print = fingerprint(state);
     const long long now = now_unix();
@@ -277,11 +226,21 @@ class Supervisor {
       say("cannot restart: this run's --env values were not kept on this host; start a new run");
       return false;
     }
+    return relaunch(prober);
+  }
+
+  // The next attempt, once the TPU VM is READY (recreated if it was
+  // preempted and --recreate allows it) and every worker is free.
+  bool relaunch(std::unique_ptr<LivenessProber>& prober) {
+    const RunState& state = monitor_.state();
     std::string last;
     RestartCheck check;
     for (;;) {
       check = check_restart(setup_.record, setup_.pod, transport_, processes_, setup_.fanout, cancel_);
-      if (!check.gone.empty()) return preempted(check);
+      if (!check.gone.empty()) {
+        if (recovery_.recover(monitor_, check, workers_)) continue;
+        return preempted();
+      }
       if (check.ready()) break;
       if (check.waiting_for != last) say(check.waiting_for);
       last = check.waiting_for;
@@ -290,16 +249,14 @@ class Supervisor {
       if (!pause(std::chrono::seconds(3))) return stopped_during_restart();
     }
     move_to(check.workers, prober);
+    const int next = state.attempt + 1;
     LaunchSpec spec{setup_.record.run_id, setup_.record.log_dir, setup_.record.staged_dir, setup_.record.command,
                     setup_.env, static_cast<int>(setup_.pod.workers.size()), next, state.max_attempts, std::nullopt};
     if (spec.num_workers == 0) spec.num_workers = static_cast<int>(setup_.record.workers.size());
     spec.slices = setup_.record.megascale;
     if (spec.slices && !workers_.empty()) spec.slices->coordinator = workers_.front().host;  // slice 0's worker 0
     monitor_.begin_attempt(next);
-    stall_.reset();
-    stalled_since_.clear();
-    if (!idle_since_.empty()) publish_idle(std::nullopt);
-    idle_since_.clear();
+    stall_.clear();
     launch_failures_.clear();
     prober->set_jobs({});
     prober->take();
@@ -311,8 +268,25 @@ class Supervisor {
       launch_failures_[o.worker.index] = 255;
     }
     say(fmt::format("attempt {} launched on {} of {} workers", next, launched.pids.size(), workers_.size()));
+    recovery_.resumed(monitor_, next);
     save(true);
     return true;
+  }
+
+  // An attempt failed with no restart left (or none allowed for its exit
+  // code): was the TPU VM preempted? With --recreate that is worth an attempt
+  // of its own. True when it was recreated and the run goes on.
+  bool preempted_at_end() {
+    const RunVerdict verdict = monitor_.state().verdict;
+    const bool lost = verdict == RunVerdict::lost;
+    if (!setup_.record.recreate || signalled_ || (!lost && verdict != RunVerdict::failed)) return false;
+    vm_checked_ = true;
+    RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_);
+    if (check.gone.empty()) return false;
+    if (!lost) say(fmt::format("attempt {} failed, and {}", monitor_.state().attempt, check.gone));
+    if (recovery_.recover(monitor_, check, workers_)) return true;
+    preempted();
+    return false;
   }
 
   // The workers' current addresses (a gcloud pod's TPU VM may have new ones
@@ -320,6 +294,8 @@ class Supervisor {
   void move_to(const std::vector<Worker>& now, std::unique_ptr<LivenessProber>& prober) {
     bool moved = false;
     for (size_t i = 0; i < now.size() && i < workers_.size(); ++i) {
+      // A recreated TPU VM has a new id, so new host key aliases, maybe on the old addresses.
+      if (now[i].host_key_alias != workers_[i].host_key_alias) moved = true;
       if (now[i].host == workers_[i].host) continue;
       say(fmt::format("{}: the TPU VM's worker is at {} now (was {})", now[i].name(), now[i].host, workers_[i].host));
       moved = true;
@@ -327,17 +303,17 @@ class Supervisor {
     if (!moved) return;
     workers_ = now;
     prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
-    start_duty_prober();
+    stall_.start(workers_);
   }
 
-  // The TPU VM is gone for good: the run ends here, whatever attempts are left.
-  bool preempted(const RestartCheck& check) {
-    say(fmt::format("{}; it never comes back by itself: delete it and create it again, then stage the run again "
-                    "(its logs stay here)",
-                    check.gone));
-    const std::string tpu = setup_.pod.gcloud ? setup_.pod.gcloud->name : setup_.pod.name;
-    monitor_.preempted(Preemption{tpu, check.gone_state, check.gone, iso8601_utc(Clock::now()), 0});
-    message_ = check.gone;
+  // The TPU VM is gone and was not recreated: the run ends here, whatever
+  // attempts are left (or the watcher was signalled meanwhile).
+  bool preempted() {
+    if (recovery_.signalled()) {
+      signalled_ = true;
+    } else {
+      message_ = recovery_.message();
+    }
     return false;
   }
 
@@ -353,14 +329,15 @@ class Supervisor {
 
   int finish() {
     // A lost gang on a gcloud pod: was the TPU VM preempted? Then say so.
-    if (monitor_.state().verdict == RunVerdict::lost && !signalled_) {
+    // (With --recreate, preempted_at_end() has asked already: nothing is created here.)
+    if (monitor_.state().verdict == RunVerdict::lost && !signalled_ && !vm_checked_ && !setup_.record.recreate) {
       if (RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_); !check.gone.empty()) {
-        preempted(check);
+        recovery_.recover(monitor_, check, workers_);
+        preempted();
       }
     }
     monitor_.give_up();
-    if (!idle_since_.empty()) publish_idle(std::nullopt);
-    idle_since_.clear();
+    stall_.clear();
     const RunState& s = monitor_.state();
     if (s.verdict != RunVerdict::preempted) message_.clear();
     save(true);
@@ -381,12 +358,9 @@ class Supervisor {
   std::map<int, int> launch_failures_;  // worker -> synthetic exit code for the attempt
   bool signalled_ = false;
   std::vector<Worker> workers_;  // where the run's jobs are: the record's, moved when the TPU VM's addresses change
-  StallWatch stall_;
-  std::unique_ptr<DutyProber> duty_;
-  long long log_bytes_ = -1;
-  std::string stalled_since_;  // ISO 8601 while stalled
-  std::string idle_since_;     // ISO 8601 while every chip is at 0%
-  bool idle_mark_failed_ = false;
+  PreemptionRecovery recovery_;
+  bool vm_checked_ = false;  // the TPU VM was described after the last attempt ended
+  RunStallWatch stall_;  // --stall-after, --on-stall, the board's idle mark
 };
 
 }  // namespace

@@ -86,32 +86,38 @@ std::string default_audit_path(const Environment& env) {
 AuditLog::AuditLog(std::string path, std::string local_user, std::string pod, std::function<std::time_t()> clock)
     : path_(std::move(path)), local_user_(std::move(local_user)), pod_(std::move(pod)), clock_(std::move(clock)) {}
 
+std::optional<std::string> append_audit(const std::string& path, const std::string& text) {
+  const size_t slash = path.rfind('/');
+  if (path.empty() || path.front() != '/' || slash == 0) {
+    return fmt::format("the audit log path {} is not absolute", path);
+  }
+  Fd dir;
+  if (auto error = open_dir(path.substr(0, slash), dir)) return "audit log: " + *error;
+  const std::string name = path.substr(slash + 1);
+  Fd file(::openat(dir.get(), name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (file.get() < 0) {
+    return fmt::format("cannot open the audit log {}: {}{}", path, errno_text(),
+                       errno == ELOOP ? " (it is a symlink; remove it)" : "");
+  }
+  struct stat st {};
+  if (::fstat(file.get(), &st) != 0) return fmt::format("cannot stat the audit log {}: {}", path, errno_text());
+  std::string why = !S_ISREG(st.st_mode) ? "it is not a regular file"
+                    : st.st_nlink != 1   ? "it has other hard links"
+                                         : unsafe(st);
+  if (!why.empty()) return fmt::format("refusing the audit log {}: {}", path, why);
+  const ssize_t written = ::write(file.get(), text.data(), text.size());
+  if (written != static_cast<ssize_t>(text.size()) || ::fsync(file.get()) != 0) {
+    return fmt::format("cannot write the audit log {}: {}", path, errno_text());
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> AuditLog::record(const Worker& worker, const LockScan& scan, const KillPlan& plan) {
   std::string text;
   const std::time_t now = clock_();
   for (const Victim& v : plan.victims) text += audit_entry(now, scan.caller_user, local_user_, pod_, worker, v);
   std::lock_guard lock(mutex_);
-  const size_t slash = path_.rfind('/');
-  if (slash == std::string::npos || slash == 0) return fmt::format("the audit log path {} is not absolute", path_);
-  Fd dir;
-  if (auto error = open_dir(path_.substr(0, slash), dir)) return "audit log: " + *error;
-  const std::string name = path_.substr(slash + 1);
-  Fd file(::openat(dir.get(), name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (file.get() < 0) {
-    return fmt::format("cannot open the audit log {}: {}{}", path_, errno_text(),
-                       errno == ELOOP ? " (it is a symlink; remove it)" : "");
-  }
-  struct stat st {};
-  if (::fstat(file.get(), &st) != 0) return fmt::format("cannot stat the audit log {}: {}", path_, errno_text());
-  std::string why = !S_ISREG(st.st_mode) ? "it is not a regular file"
-                    : st.st_nlink != 1   ? "it has other hard links"
-                                         : unsafe(st);
-  if (!why.empty()) return fmt::format("refusing the audit log {}: {}", path_, why);
-  const ssize_t written = ::write(file.get(), text.data(), text.size());
-  if (written != static_cast<ssize_t>(text.size()) || ::fsync(file.get()) != 0) {
-    return fmt::format("cannot write the audit log {}: {}", path_, errno_text());
-  }
-  return std::nullopt;
+  return append_audit(path_, text);
 }
 
 }  // namespace tpurun

@@ -25,6 +25,12 @@ std::string audit_entry(std::time_t when, const std::string& caller, const std::
 // $XDG_STATE_HOME/tpurun/audit.jsonl or ~/.local/state/tpurun/audit.jsonl.
 std::string default_audit_path(const Environment& env);
 
+// Appends `lines` (whole JSON lines) to the audit file at `path` in one write,
+// fsynced. An error message on failure: the file or its directory is a
+// symlink, not the caller's, or writable by others, or the write failed.
+// Other writers (a TPU VM recreated by the run's watcher) use it too.
+std::optional<std::string> append_audit(const std::string& path, const std::string& lines);
+
 class AuditLog {
  public:
   AuditLog(std::string path, std::string local_user, std::string pod, std::function<std::time_t()> clock);

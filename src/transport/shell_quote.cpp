@@ -26,4 +26,24 @@ std::string shell_join(const std::vector<std::string>& argv) {
   return joined;
 }
 
+std::string shell_display(const std::vector<std::string>& argv) {
+  auto plain = [](const std::string& arg, bool first) {
+    if (arg.empty()) return false;
+    for (char c : arg) {
+      if (first && c == '=') return false;  // NAME=value first would be an assignment
+      const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                        std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+      if (!safe) return false;
+    }
+    return true;
+  };
+  std::string joined;
+  for (const std::string& arg : argv) {
+    const bool first = joined.empty();
+    if (!first) joined.push_back(' ');
+    joined += plain(arg, first) ? arg : shell_quote(arg);
+  }
+  return joined;
+}
+
 }  // namespace tpurun

@@ -118,3 +118,23 @@ TEST_F(ConfigSchemaTest, StageSizeLimitAcceptsBytesAndUnits) {
 
 }  // namespace
 }  // namespace tpurun
+
+namespace tpurun {
+namespace {
+
+using tpurun::testing::ConfigSchemaTest;
+
+TEST_F(ConfigSchemaTest, SetupIsAScriptBesideTheConfigFile) {
+  // a relative path is the config file's neighbour, wherever tpurun runs
+  ConfigFile config = parse_config(pod_with("      \"setup\": \"scripts/setup.sh\",\n"), "/work/proj/tpurun.json", env_);
+  EXPECT_EQ(config.pods.at("sim").setup_script, "/work/proj/scripts/setup.sh");
+  config = parse_config(pod_with("      \"setup\": \"~/setup.sh\",\n"), "/work/proj/tpurun.json", env_);
+  EXPECT_EQ(config.pods.at("sim").setup_script, "/home/alice/setup.sh");
+  config = parse_config(pod_with("      \"setup\": \"/opt/setup.sh\",\n"), "/work/proj/tpurun.json", env_);
+  EXPECT_EQ(config.pods.at("sim").setup_script, "/opt/setup.sh");
+  EXPECT_EQ(parse(pod_with("")).pods.at("sim").setup_script, "");
+  EXPECT_EQ(error(pod_with("      \"setup\": \"\",\n")), "tpurun.json:4: pods.sim.setup: must not be empty");
+}
+
+}  // namespace
+}  // namespace tpurun

@@ -173,12 +173,18 @@ namespace {
 
 TEST(GangPreemption, ALostGangWhoseTpuVmIsGoneEndsPreempted) {
   GangMonitor gang(GangPolicy{}, {0, 1});
-  gang.preempted(Preemption{"v4", "PREEMPTED", "TPU VM v4 is PREEMPTED", "2026-01-01T00:00:00Z", 0});
+  Preemption preempted;
+  preempted.tpu = "v4";
+  preempted.state = "PREEMPTED";
+  preempted.detail = "TPU VM v4 is PREEMPTED";
+  preempted.at = "2026-01-01T00:00:00Z";
+  gang.preempted(preempted);
   EXPECT_EQ(gang.state().verdict, RunVerdict::preempted);
   ASSERT_EQ(gang.state().preemptions.size(), 1u);
   EXPECT_EQ(gang.state().preemptions[0].attempt, 1);
   // a later preemption of a finished run changes nothing
-  gang.preempted(Preemption{"v4", "TERMINATED", "", "", 0});
+  preempted.state = "TERMINATED";
+  gang.preempted(preempted);
   EXPECT_EQ(gang.state().preemptions.size(), 1u);
 }
 

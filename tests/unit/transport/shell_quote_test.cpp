@@ -35,5 +35,32 @@ TEST(ShellQuoteTest, RoundTripsHostileStringsThroughSh) {
   EXPECT_EQ(got, hostile);
 }
 
+TEST(ShellDisplay, QuotesOnlyWhatTheShellWouldChange) {
+  EXPECT_EQ(shell_display({"gcloud", "compute", "tpus", "tpu-vm", "delete", "rc", "--zone", "us-central2-b",
+                           "--labels=team=kmh,tier=spot", "--metadata-from-file=k=/a/b.txt", "user@host:22"}),
+            "gcloud compute tpus tpu-vm delete rc --zone us-central2-b --labels=team=kmh,tier=spot "
+            "--metadata-from-file=k=/a/b.txt user@host:22");
+  EXPECT_EQ(shell_display({"echo", "two words", "it's", "", "$HOME", "~"}), "echo 'two words' 'it'\\''s' '' '$HOME' '~'");
+  EXPECT_EQ(shell_display({"A=b", "A=b"}), "'A=b' A=b");  // first, it would be an assignment
+}
+
+TEST(ShellDisplay, PastedIntoAShellEachArgumentArrivesVerbatim) {
+  const std::vector<std::string> args = {"plain", "--flag=a,b", "two words", "it's", "$(touch /tmp/pwned)", "a;b",
+                                         "line1\nline2", "glob*?[a]", "~", "", "ünïcødé", "'", "x=y", "#hash"};
+  std::vector<std::string> argv = {"printf", "%s\\0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CaptureSink sink;
+  auto r = run_subprocess({"/bin/sh", "-c", shell_display(argv)}, "", std::nullopt, sink, CancelToken());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->code, 0) << sink.err;
+  std::vector<std::string> got;
+  std::string cur;
+  for (char c : sink.out) {
+    if (c == '\0') got.push_back(std::exchange(cur, {}));
+    else cur.push_back(c);
+  }
+  EXPECT_EQ(got, args);
+}
+
 }  // namespace
 }  // namespace tpurun
