@@ -5,6 +5,7 @@
 // the whole run when one worker fails (or is lost), relaunches it when
 // --restarts allows, and records everything in state.json and supervisor.log.
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct SupervisorSetup {
   std::string env_dir;                      // where they are kept (forgotten when the run ends)
   std::string audit_path;                   // the user's audit log (stage --recreate's deletes and creates)
   int fanout = 64;
+  // Called with the new VM's describe after a recreate: the user's kept
+  // describe (up to 10 minutes) still names the deleted VM.
+  std::function<void(const TpuNode&)> keep_new_vm;
   std::chrono::milliseconds poll{1000};        // how often exit records are read
   std::chrono::milliseconds probe_every{3000};  // how often jobs without one are probed
   std::chrono::milliseconds first_backoff{2000};

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "pod/describe_cache.hpp"
 #include "util/identity.hpp"
 #include "runs/run_follow.hpp"
 #include "tpurun/run_env.hpp"
@@ -54,6 +55,9 @@ int run_supervise(const SuperviseOptions& o, Context& ctx) {
     setup.pod = load_pod(records_only, ctx.env, ctx.processes);
   }
   setup.env_dir = run_env_dir(ctx);
+  if (setup.pod.gcloud) {
+    setup.keep_new_vm = [spec = *setup.pod.gcloud, &ctx](const TpuNode& node) { keep_describe(spec, node, ctx.env); };
+  }
   setup.audit_path = default_audit_path(ctx.env);
   if (auto env = load_run_env(setup.env_dir, setup.record.run_id)) {
     setup.env = *env;

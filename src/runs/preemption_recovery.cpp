@@ -118,6 +118,7 @@ bool PreemptionRecovery::recover(GangMonitor& monitor, const RestartCheck& check
   if (!result.ok) return give_up(monitor, result.why);
   last->action = "recreated";
   last->new_id = result.node->id;
+  if (setup_.keep_new_vm) setup_.keep_new_vm(*result.node);
   recorded_id_ = result.node->id;
   recovered_at_ = std::chrono::steady_clock::now();
   say_(fmt::format("TPU VM {} is back (id {}; gcloud {:.1f}s, keys {:.1f}s, setup {:.1f}s): relaunching", tpu,

@@ -125,6 +125,11 @@ assert_contains "$ERR" "resumed as attempt 2"
 assert_contains "$(cat "$(srv "$logs/$run/setup.log")")" "] setup ran on t1v-n-"
 second_id=$(node rc 'n["id"]')
 [[ $second_id != "$first_id" ]] || fail "the VM was not recreated"
+# alice's kept describe names the new VM, not the deleted one
+kept_id=$(python3 -c 'import glob, json, sys
+(f,) = glob.glob(sys.argv[1] + "/.cache/tpurun/describe/*_rc.*json")
+print(json.loads(json.load(open(f))["node"])["id"])' "$(user_dir alice)" 2>&1 || true)
+assert_eq "$kept_id" "$second_id" "alice's kept describe after the recreate"
 # as describe recorded it: spot, labels, metadata
 assert_eq "$(node rc 'n["schedulingConfig"].get("spot")')" True "the new VM is not spot"
 assert_eq "$(node rc 'n["labels"]')" "{'team': 'kmh', 'tier': 'spot'}"
