@@ -7,6 +7,24 @@
 namespace tpurun {
 namespace {
 
+// The arguments printf sees when a real POSIX shell parses the line that
+// `quote` makes of `printf '%s\0' ARGS...`.
+std::vector<std::string> through_sh(const std::vector<std::string>& args,
+                                    std::string (*quote)(const std::vector<std::string>&)) {
+  std::vector<std::string> argv = {"printf", "%s\\0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CaptureSink sink;
+  auto r = run_subprocess({"/bin/sh", "-c", quote(argv)}, "", std::nullopt, sink, CancelToken());
+  EXPECT_TRUE(r.ok() && r->code == 0) << sink.err;
+  std::vector<std::string> got;
+  std::string cur;
+  for (char c : sink.out) {
+    if (c == '\0') got.push_back(std::exchange(cur, {}));
+    else cur.push_back(c);
+  }
+  return got;
+}
+
 TEST(ShellQuoteTest, WrapsInSingleQuotes) { EXPECT_EQ(shell_quote("abc"), "'abc'"); }
 
 TEST(ShellQuoteTest, EscapesEmbeddedSingleQuote) { EXPECT_EQ(shell_quote("it's"), "'it'\\''s'"); }
@@ -20,19 +38,7 @@ TEST(ShellQuoteTest, RoundTripsHostileStringsThroughSh) {
       "plain", "two words", "it's", "\"double\"", "$(touch /tmp/pwned)", "`id`", "a;b", "x && y",
       "line1\nline2", "tab\there", "back\\slash", "glob*?[a]", "~", "-n", "--", "ünïcødé ✓", "'", "''",
       "$HOME", "!bang", "#hash", "{a,b}", "trailing\\"};
-  std::vector<std::string> argv = {"printf", "%s\\0"};
-  argv.insert(argv.end(), hostile.begin(), hostile.end());
-  CaptureSink sink;
-  auto r = run_subprocess({"/bin/sh", "-c", shell_join(argv)}, "", std::nullopt, sink, CancelToken());
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->code, 0) << sink.err;
-  std::vector<std::string> got;
-  std::string cur;
-  for (char c : sink.out) {
-    if (c == '\0') got.push_back(std::exchange(cur, {}));
-    else cur.push_back(c);
-  }
-  EXPECT_EQ(got, hostile);
+  EXPECT_EQ(through_sh(hostile, shell_join), hostile);
 }
 
 TEST(ShellDisplay, QuotesOnlyWhatTheShellWouldChange) {
@@ -47,19 +53,7 @@ TEST(ShellDisplay, QuotesOnlyWhatTheShellWouldChange) {
 TEST(ShellDisplay, PastedIntoAShellEachArgumentArrivesVerbatim) {
   const std::vector<std::string> args = {"plain", "--flag=a,b", "two words", "it's", "$(touch /tmp/pwned)", "a;b",
                                          "line1\nline2", "glob*?[a]", "~", "", "ünïcødé", "'", "x=y", "#hash"};
-  std::vector<std::string> argv = {"printf", "%s\\0"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CaptureSink sink;
-  auto r = run_subprocess({"/bin/sh", "-c", shell_display(argv)}, "", std::nullopt, sink, CancelToken());
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->code, 0) << sink.err;
-  std::vector<std::string> got;
-  std::string cur;
-  for (char c : sink.out) {
-    if (c == '\0') got.push_back(std::exchange(cur, {}));
-    else cur.push_back(c);
-  }
-  EXPECT_EQ(got, args);
+  EXPECT_EQ(through_sh(args, shell_display), args);
 }
 
 }  // namespace
