@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -37,7 +38,7 @@ void require_roots(const PodConfig& pod) {
   }
 }
 
-StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printer,
+StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printer, const CancelToken& cancel,
                         std::function<bool()> publish_gate) {
   SnapshotRequest request;
   request.publish_gate = std::move(publish_gate);
@@ -48,7 +49,7 @@ StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printe
   request.stat_cache_dir = cache_dir(ctx.env) + "/stat-cache";
   request.now = std::chrono::system_clock::now();
   request.random_suffix = random_suffix;
-  auto staged = create_snapshot(request, ctx.processes, ctx.cancel, [&](const SnapshotProgress& p) {
+  auto staged = create_snapshot(request, ctx.processes, cancel, [&](const SnapshotProgress& p) {
     printer.progress(fmt::format("staging: {}/{} files, {} of {}, {} reused", p.files_done, p.files_total,
                                  human_size(p.bytes_done), human_size(p.bytes_total), human_size(p.bytes_reused)));
   });
@@ -178,10 +179,13 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   auto transport = ctx.make_transport(pod);
   // The snapshot is built while the preflight asks the workers (both wait on
   // I/O: the shared mount, SSH), and is published only if the preflight passed.
+  // A refusal also cancels the build, so it is reported without waiting for it.
   std::promise<bool> preflight_passed;
   std::shared_future<bool> gate = preflight_passed.get_future().share();
-  auto building = std::async(std::launch::async, [&plan, &ctx, &printer, gate] {
-    return snapshot(plan, ctx, printer, [gate] { return gate.get(); });
+  std::atomic<bool> refused{false};
+  const CancelToken building_cancel = ctx.cancel.or_when(&refused);
+  auto building = std::async(std::launch::async, [&plan, &ctx, &printer, &building_cancel, gate] {
+    return snapshot(plan, ctx, printer, building_cancel, [gate] { return gate.get(); });
   });
   try {
     if (!r.skip_preflight) {
@@ -189,6 +193,7 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
       run_preflight(pod, plan.target.workers, *transport, checks, printer, ctx);
     }
   } catch (...) {
+    refused = true;
     preflight_passed.set_value(false);
     try {
       building.get();  // discarded: the preflight's verdict is the news

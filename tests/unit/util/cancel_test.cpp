@@ -1,0 +1,34 @@
+// CancelToken: Ctrl-C's flag, and a second one a sibling's failure sets.
+#include "tpurun/cancel.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tpurun {
+namespace {
+
+TEST(CancelTokenTest, OrWhenFiresOnEitherFlagAndLeavesTheOriginalAlone) {
+  std::atomic<bool> ctrl_c{false}, refused{false};
+  const CancelToken base(&ctrl_c);
+  const CancelToken both = base.or_when(&refused);
+  EXPECT_FALSE(both.cancelled());
+
+  refused = true;
+  EXPECT_TRUE(both.cancelled());
+  EXPECT_FALSE(base.cancelled());  // a refusal is not an interrupt
+
+  refused = false;
+  ctrl_c = true;
+  EXPECT_TRUE(both.cancelled());
+  EXPECT_TRUE(base.cancelled());
+}
+
+TEST(CancelTokenTest, ADefaultTokenWithASiblingFlag) {
+  std::atomic<bool> refused{false};
+  const CancelToken t = CancelToken().or_when(&refused);
+  EXPECT_FALSE(t.cancelled());
+  refused = true;
+  EXPECT_TRUE(t.cancelled());
+}
+
+}  // namespace
+}  // namespace tpurun
