@@ -3,6 +3,7 @@
 // or plain seconds "30"), ages for tables (7384s -> "2h03m") and sizes.
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tpurun {
@@ -15,5 +16,8 @@ std::string format_duration_ms(long long ms);
 std::string format_age(long long seconds);
 // Binary units for sizes: 512 -> "512 B", 3250000 -> "3.1 MiB".
 std::string human_size(std::uint64_t bytes);
+// "2026-01-02T03:04:05Z" (the form tpurun writes its times in) as a time
+// point; nullopt for anything else.
+std::optional<std::chrono::system_clock::time_point> parse_utc_time(const std::string& text);
 
 }  // namespace tpurun

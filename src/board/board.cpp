@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "tpurun/claims.hpp"
+#include "tpurun/duration.hpp"
 #include "tpurun/safe_dir.hpp"
 #include "tpurun/unique_fd.hpp"
 
@@ -284,11 +285,7 @@ std::optional<WallClock::time_point> Board::idle_since(const std::string& run_id
   try {
     const auto mark = nlohmann::json::parse(text);
     if (mark.value("run_id", "") != run_id || mark.value("user", "") != user) return std::nullopt;
-    std::tm tm{};
-    const std::string since = mark.value("idle_since", "");
-    const char* end = ::strptime(since.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (end == nullptr || *end != '\0') return std::nullopt;
-    return WallClock::from_time_t(::timegm(&tm));
+    return parse_utc_time(mark.value("idle_since", ""));
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

@@ -7,15 +7,15 @@
 #include <stdexcept>
 
 #include "tpurun/claims.hpp"
+#include "tpurun/duration.hpp"
 
 namespace tpurun {
 namespace {
 
 WallClock::time_point parse_utc(const std::string& text, const char* field) {
-  std::tm tm{};
-  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (end == nullptr || *end != '\0') throw std::runtime_error(fmt::format("{} '{}' is not a UTC time", field, text));
-  return WallClock::from_time_t(::timegm(&tm));
+  const auto t = parse_utc_time(text);
+  if (!t) throw std::runtime_error(fmt::format("{} '{}' is not a UTC time", field, text));
+  return *t;
 }
 
 }  // namespace

@@ -2,10 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <ctime>
-
 #include "runs/recreate.hpp"
 #include "tpurun/atomic_file.hpp"
+#include "tpurun/duration.hpp"
 #include "tpurun/run_record.hpp"
 #include "tpurun/run_state.hpp"
 #include "tpurun/tpu_recreate.hpp"
@@ -14,14 +13,6 @@ namespace tpurun {
 namespace {
 
 using Clock = std::chrono::system_clock;
-
-// "2026-01-02T03:04:05Z" (iso8601_utc's form) as a time point.
-std::optional<Clock::time_point> parse_utc(const std::string& text) {
-  std::tm tm{};
-  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (end == nullptr || *end != '\0') return std::nullopt;
-  return Clock::from_time_t(::timegm(&tm));
-}
 
 std::string recorded_id(const std::string& log_dir) {
   try {
@@ -134,7 +125,7 @@ void PreemptionRecovery::resumed(GangMonitor& monitor, int attempt) {
   last->resumed_at = iso8601_utc(now);
   last->resumed_attempt = attempt;
   last->launch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *recovered_at_).count();
-  if (auto since = parse_utc(last->since)) last->down_s = std::chrono::duration<double>(now - *since).count();
+  if (auto since = parse_utc_time(last->since)) last->down_s = std::chrono::duration<double>(now - *since).count();
   recovered_at_.reset();
   say_(fmt::format("resumed as attempt {}, {:.0f}s after TPU VM {} went down", attempt, last->down_s, last->tpu));
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <ctime>
 
 #include "tpurun/usage_error.hpp"
 
@@ -54,6 +55,13 @@ std::string human_size(std::uint64_t bytes) {
   while (value >= 1024 && unit < 4) value /= 1024, ++unit;
   if (unit == 0) return fmt::format("{} B", bytes);
   return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+std::optional<std::chrono::system_clock::time_point> parse_utc_time(const std::string& text) {
+  std::tm tm{};
+  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  return std::chrono::system_clock::from_time_t(::timegm(&tm));
 }
 
 }  // namespace tpurun
