@@ -7,11 +7,15 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string.h>  // explicit_bzero
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <fmt/format.h>
 #include <mutex>
 
 #include "transport/known_hosts.hpp"
+#include "transport/rsa_crt_key.hpp"
 #include "transport/ssh_connection.hpp"
 
 namespace tpurun {
@@ -107,6 +111,32 @@ Result<std::unique_ptr<Connection>, TransportError> SshTransport::connect(const 
   return std::unique_ptr<Connection>(new SshConnection(owner.release(), worker));
 }
 
+// The configured key, read once for all the workers (libssh only reads a
+// shared key when it signs). An OpenSSH-format RSA key goes through
+// rsa_pkcs1_pem so that OpenSSL signs with its CRT exponents (rsa_crt_key.hpp).
+// A passphrase-protected key does not load here: ssh-agent may hold it.
+ssh_key SshTransport::identity_key() {
+  std::call_once(identity_loaded_, [this] {
+    const std::string& file = options_.ssh.identity_file;
+    std::ifstream in(file, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ssh_key key = nullptr;
+    if (auto pem = rsa_pkcs1_pem(text)) {
+      if (ssh_pki_import_privkey_base64(pem->str().c_str(), nullptr, nullptr, nullptr, &key) != SSH_OK) key = nullptr;
+    }
+    explicit_bzero(text.data(), text.size());
+    if (key == nullptr && ssh_pki_import_privkey_file(file.c_str(), nullptr, nullptr, nullptr, &key) != SSH_OK) {
+      key = nullptr;
+    }
+    identity_ = key;
+  });
+  return identity_;
+}
+
+SshTransport::~SshTransport() {
+  if (identity_ != nullptr) ssh_key_free(identity_);
+}
+
 // The configured key first: ssh_userauth_publickey_auto tries ssh-agent's keys
 // before it, and sshd's MaxAuthTries (6) cuts the connection after as many
 // refusals, blaming authorized_keys for what is the agent's crowd of keys.
@@ -116,12 +146,9 @@ std::optional<TransportError> SshTransport::authenticate(ssh_session s) {
   int rc = SSH_AUTH_DENIED;
   bool file_loaded = false;
   if (have_file) {
-    ssh_key key = nullptr;
-    // A passphrase-protected key does not load here: ssh-agent may hold it.
-    if (ssh_pki_import_privkey_file(file.c_str(), nullptr, nullptr, nullptr, &key) == SSH_OK) {
+    if (ssh_key key = identity_key()) {
       file_loaded = true;
       rc = ssh_userauth_publickey(s, nullptr, key);
-      ssh_key_free(key);
     }
   }
   if (rc != SSH_AUTH_SUCCESS && !(options_.ssh.identities_only && file_loaded)) {
