@@ -78,6 +78,18 @@ assert_contains "$OUT" "remote command: exec 'echo' 'it'\\''s'"
 assert_contains "$OUT" "w7 $(worker_ip 7)"
 fakepod start-worker 7
 
+# Key exchange: ECDH on P-256 first (sshd does curve25519 in its slow
+# portable code); a KexAlgorithms line in ~/.ssh/config replaces the list.
+expect_exit 0 tpurun_as alice -vvvv exec --worker 0 -- true
+assert_contains "$ERR" "Negotiated ecdh-sha2-nistp256,"
+home=$(getent passwd alice | cut -d: -f6)
+printf 'Host *\n  KexAlgorithms curve25519-sha256\n' >"$home/.ssh/config"
+chown alice "$home/.ssh/config"
+on_exit "rm -f $home/.ssh/config"
+expect_exit 0 tpurun_as alice -vvvv exec --worker 0 -- true
+assert_contains "$ERR" "Negotiated curve25519-sha256,"
+rm -f "$home/.ssh/config"
+
 # Usage errors are clear.
 expect_exit 2 tpurun_as alice exec
 assert_contains "$ERR" "nothing to run"
