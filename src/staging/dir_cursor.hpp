@@ -22,6 +22,7 @@ class DirCursor {
   int parent_of(std::string_view path, std::string_view* name);
 
  private:
+  int open_at(int parent, const char* name) const;
   struct Level {
     std::string path;
     UniqueFd fd;
