@@ -81,10 +81,12 @@ void apply_options(ssh_session s, const Worker& w, const SshTransportOptions& o)
   int verbosity = o.log_verbosity;
   if (verbosity > 0) {
     // -vv: libssh's log in tpurun's diagnostics format (time, pid), line by line.
-    static std::once_flag routed;
-    std::call_once(routed, [] {
+    // libssh keeps the callback per thread, and every worker has its own.
+    thread_local bool routed = false;
+    if (!routed) {
       ssh_set_log_callback([](int, const char*, const char* message, void*) { spdlog::trace("libssh: {}", message); });
-    });
+      routed = true;
+    }
   }
   ssh_options_set(s, SSH_OPTIONS_LOG_VERBOSITY, &verbosity);
 }
