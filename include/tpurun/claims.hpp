@@ -18,6 +18,8 @@
 #include <map>
 #include <optional>
 #include <string>
+
+#include "tpurun/duration.hpp"  // format_utc_time
 #include <vector>
 
 namespace tpurun {
@@ -41,8 +43,6 @@ struct Claim {
 std::string claim_to_json(const Claim& claim);
 // Throws std::runtime_error naming what is wrong.
 Claim claim_from_json(const std::string& text);
-// "2026-11-23T16:20:00Z"
-std::string format_utc(WallClock::time_point t);
 
 struct BoardScan {
   std::vector<Claim> claims;          // valid files only, any state, by pod then seq

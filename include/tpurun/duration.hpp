@@ -19,5 +19,7 @@ std::string human_size(std::uint64_t bytes);
 // "2026-01-02T03:04:05Z" (the form tpurun writes its times in) as a time
 // point; nullopt for anything else.
 std::optional<std::chrono::system_clock::time_point> parse_utc_time(const std::string& text);
+// The other way: a time point as "2026-01-02T03:04:05Z" (whole seconds).
+std::string format_utc_time(std::chrono::system_clock::time_point t);
 
 }  // namespace tpurun

@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 #include <string>
+
+#include "tpurun/duration.hpp"  // format_utc_time
 #include <vector>
 
 #include "tpurun/multislice.hpp"
@@ -51,7 +53,6 @@ struct RunRecord {
 std::string tag_slug(const std::string& tag);
 std::string make_run_id(std::chrono::system_clock::time_point now, const std::string& rand6,
                         const std::string& pod, const std::vector<std::string>& tags);
-std::string iso8601_utc(std::chrono::system_clock::time_point t);
 
 // <logs_root>/<user>/<project>/<run_id>, created exclusively (fails if it exists).
 // Throws std::runtime_error with the path and the errno text.

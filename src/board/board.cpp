@@ -255,7 +255,7 @@ ClaimOutcome Board::claim(const std::string& pod, const std::string& user, std::
 void Board::mark_idle(const std::string& run_id, const std::string& user, WallClock::time_point since) const {
   if (!is_plain_name(run_id)) throw std::runtime_error(fmt::format("invalid run id '{}'", run_id));
   UniqueFd board = open_board(logs_root_, true);
-  const nlohmann::json mark{{"run_id", run_id}, {"user", user}, {"idle_since", format_utc(since)}};
+  const nlohmann::json mark{{"run_id", run_id}, {"user", user}, {"idle_since", format_utc_time(since)}};
   std::string temp = write_temp(board.get(), dir(), mark.dump() + "\n");
   const std::string name = "idle-" + run_id;
   if (::renameat(board.get(), temp.c_str(), board.get(), name.c_str()) != 0) {

@@ -39,7 +39,7 @@ std::vector<BoardHolder> pod_holders(const std::vector<WorkerScanResult>& worker
         return h.user == p.user && h.command == command && h.run_id == p.run_id;
       });
       if (same == out.end()) {
-        out.push_back({p.user, p.elapsed_s, command, p.run_id, {r.worker.index}});
+        out.push_back({p.user, p.elapsed_s, command, p.run_id, {r.worker.index}, std::nullopt});
       } else {
         same->elapsed_s = std::max(same->elapsed_s, p.elapsed_s);
         same->workers.push_back(r.worker.index);

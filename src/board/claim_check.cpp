@@ -19,7 +19,7 @@ std::string claim_user() {
 
 std::string claim_left(const Claim& claim, WallClock::time_point now) {
   auto left = std::chrono::duration_cast<std::chrono::seconds>(claim.expires_at - now).count();
-  return fmt::format("{} left (until {})", format_age(left), format_utc(claim.expires_at));
+  return fmt::format("{} left (until {})", format_age(left), format_utc_time(claim.expires_at));
 }
 
 std::string describe_claim(const Claim& claim, WallClock::time_point now) {

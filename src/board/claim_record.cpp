@@ -20,21 +20,12 @@ WallClock::time_point parse_utc(const std::string& text, const char* field) {
 
 }  // namespace
 
-std::string format_utc(WallClock::time_point t) {
-  std::time_t secs = WallClock::to_time_t(t);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 std::string claim_to_json(const Claim& c) {
   nlohmann::json doc{{"pod", c.pod},   {"seq", c.seq},
                      {"user", c.user}, {"host", c.host},
-                     {"note", c.note}, {"created_at", format_utc(c.created_at)},
-                     {"expires_at", format_utc(c.expires_at)}};
-  doc["released_at"] = c.released_at ? nlohmann::json(format_utc(*c.released_at)) : nlohmann::json(nullptr);
+                     {"note", c.note}, {"created_at", format_utc_time(c.created_at)},
+                     {"expires_at", format_utc_time(c.expires_at)}};
+  doc["released_at"] = c.released_at ? nlohmann::json(format_utc_time(*c.released_at)) : nlohmann::json(nullptr);
   return doc.dump(2) + "\n";
 }
 

@@ -75,7 +75,7 @@ int run_claim(const ClaimOptions& o, Context& ctx) {
       return 1;
     }
     fmt::print(ctx.out, "dry run: would claim pod '{}' for {} until {}\n", pod.name, user,
-               format_utc(now + duration));
+               format_utc_time(now + duration));
     return 0;
   }
   ClaimOutcome out = board.claim(pod.name, user, duration, o.note, host_name(), now, o.extend);
@@ -143,7 +143,7 @@ int run_claims(const ClaimsOptions& o, Context& ctx) {
       auto pod = config.pods.find(c.pod);
       if (!c.live(now) || pod == config.pods.end() || pod->second.logs_root != root) continue;
       records.push_back({{"pod", c.pod}, {"user", c.user}, {"host", c.host}, {"note", c.note},
-                         {"created_at", format_utc(c.created_at)}, {"expires_at", format_utc(c.expires_at)},
+                         {"created_at", format_utc_time(c.created_at)}, {"expires_at", format_utc_time(c.expires_at)},
                          {"seconds_left", std::chrono::duration_cast<std::chrono::seconds>(c.expires_at - now).count()},
                          {"file", c.file}});
       lines.push_back(fmt::format("{:<16} {}", c.pod, describe_claim(c, now)));

@@ -44,11 +44,11 @@ void GangMonitor::note_failure(const WorkerStatus& w, Time now, std::optional<Ti
   failed_this_attempt_ = true;
   GangFailure f;
   f.worker = w.worker;
-  f.at = iso8601_utc(now);
+  f.at = format_utc_time(now);
   f.detail = w.detail;
   if (w.state == WorkerState::lost) {
     f.how = "lost";
-    f.since = iso8601_utc(since.value_or(now));
+    f.since = format_utc_time(since.value_or(now));
   } else if (w.exit_code && *w.exit_code > 128 && *w.exit_code < 128 + 65) {
     f.how = "signal";
     f.exit_code = *w.exit_code;
@@ -111,7 +111,7 @@ void GangMonitor::update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Tim
     case Probe::unreachable:
       t.dead_probes = 0;
       if (!t.unreachable_since) t.unreachable_since = now;
-      w.detail = fmt::format("unreachable since {}{}", iso8601_utc(*t.unreachable_since),
+      w.detail = fmt::format("unreachable since {}{}", format_utc_time(*t.unreachable_since),
                              s.probe_error.empty() ? "" : ": " + s.probe_error);
       if (now - *t.unreachable_since >= policy_.lost_after) {
         w.state = WorkerState::lost;
@@ -166,7 +166,7 @@ void GangMonitor::stalled(Time now, const std::string& detail, bool may_restart)
   GangFailure f;
   f.worker = -1;  // no one worker: the gang
   f.how = "stalled";
-  f.at = iso8601_utc(now);
+  f.at = format_utc_time(now);
   f.detail = detail;
   state_.first_failure = f;
 }

@@ -53,7 +53,7 @@ bool PreemptionRecovery::recover(GangMonitor& monitor, const RestartCheck& check
   p.tpu = tpu;
   p.state = check.gone_state;
   p.detail = check.gone;
-  p.at = iso8601_utc(Clock::now());
+  p.at = format_utc_time(Clock::now());
   p.node_id = check.gone_node.id;
   const auto& failure = monitor.state().first_failure;
   p.since = failure && failure->how == "lost" && !failure->since.empty() ? failure->since : p.at;
@@ -122,7 +122,7 @@ void PreemptionRecovery::resumed(GangMonitor& monitor, int attempt) {
   Preemption* last = monitor.last_preemption();
   if (last == nullptr || !last->recreated()) return;
   const auto now = Clock::now();
-  last->resumed_at = iso8601_utc(now);
+  last->resumed_at = format_utc_time(now);
   last->resumed_attempt = attempt;
   last->launch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *recovered_at_).count();
   if (auto since = parse_utc_time(last->since)) last->down_s = std::chrono::duration<double>(now - *since).count();

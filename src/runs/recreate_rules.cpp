@@ -6,6 +6,7 @@
 
 #include "runs/recreate.hpp"
 #include "tpurun/config.hpp"
+#include "tpurun/duration.hpp"
 #include "tpurun/tpu_recreate.hpp"
 
 namespace tpurun {
@@ -55,10 +56,7 @@ std::optional<std::string> recreate_refusal(const RecreateFacts& f) {
 std::string recreate_audit_entry(std::time_t when, const std::string& event, const std::string& user,
                                  const std::string& pod, const GcloudSpec& spec, const std::string& node_id,
                                  const std::string& run_id, const std::vector<std::string>& argv) {
-  std::tm utc{};
-  gmtime_r(&when, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const std::string stamp = format_utc_time(std::chrono::system_clock::from_time_t(when));
   nlohmann::ordered_json entry{{"time", stamp},          {"event", event},    {"caller", user},
                                {"pod", pod},             {"tpu", spec.name},  {"zone", spec.zone},
                                {"project", spec.project}, {"node_id", node_id}, {"run_id", run_id},

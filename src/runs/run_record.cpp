@@ -76,10 +76,6 @@ std::string make_run_id(std::chrono::system_clock::time_point now, const std::st
   return id;
 }
 
-std::string iso8601_utc(std::chrono::system_clock::time_point t) {
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(t)));
-}
-
 std::string create_log_dir(const std::string& logs_root, const std::string& user,
                            const std::string& project, const std::string& run_id) {
   auto project_dir = open_own_path(logs_root, {user, project}, Create::if_missing);

@@ -56,7 +56,7 @@ std::optional<RunStallWatch::Stalled> RunStallWatch::look() {
     idle_since_.clear();
     publish_idle(std::nullopt);
   } else if (idle == true && idle_since_.empty()) {
-    idle_since_ = iso8601_utc(now);
+    idle_since_ = format_utc_time(now);
     publish_idle(now);
   }
   const auto since = stall_.observe(idle, grew, now);
@@ -66,7 +66,7 @@ std::optional<RunStallWatch::Stalled> RunStallWatch::look() {
     return std::nullopt;
   }
   if (!stalled_since_.empty()) return std::nullopt;
-  stalled_since_ = iso8601_utc(*since);
+  stalled_since_ = format_utc_time(*since);
   const std::string detail =
       fmt::format("stalled: every worker at 0% duty cycle and no new log line since {}", stalled_since_);
   say_(fmt::format("{} (--stall-after {}s, on stall: {})", detail, record_.stall_after_ms / 1000, record_.on_stall));

@@ -79,7 +79,7 @@ RunRecord make_record(const StagePlan& plan, const StagedSnapshot& staged) {
   record.git_branch = staged.git.branch;
   record.git_dirty = staged.git.dirty;
   record.tree_hash = staged.tree_hash;
-  record.created_at = iso8601_utc(now);
+  record.created_at = format_utc_time(now);
   record.on_failure = r.on_failure;
   record.restarts = r.restarts;
   record.lost_after_ms = r.lost_after_ms;

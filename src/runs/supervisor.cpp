@@ -138,7 +138,7 @@ class Supervisor {
     const long long now = now_unix();
     if (!force && now_print == saved_ && now - self_.heartbeat < kHeartbeatSeconds) return;
     state.supervisor.heartbeat = self_.heartbeat = now;
-    state.updated_at = iso8601_utc(Clock::now());
+    state.updated_at = format_utc_time(Clock::now());
     try {
       write_run_state(setup_.record.log_dir, state);
       saved_ = now_print;

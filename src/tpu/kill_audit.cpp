@@ -9,6 +9,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "tpurun/duration.hpp"
 #include "tpurun/system.hpp"
 
 namespace tpurun {
@@ -62,10 +63,7 @@ std::optional<std::string> open_dir(const std::string& dir, Fd& out) {
 
 std::string audit_entry(std::time_t when, const std::string& caller, const std::string& local_user,
                         const std::string& pod, const Worker& worker, const Victim& victim) {
-  std::tm utc{};
-  gmtime_r(&when, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const std::string stamp = format_utc_time(std::chrono::system_clock::from_time_t(when));
   const ScannedProcess& p = victim.process;
   nlohmann::ordered_json entry{
       {"time", stamp},        {"event", "kill-force"},       {"caller", caller},

@@ -19,8 +19,8 @@ nlohmann::json claim_json(const std::optional<Claim>& c, WallClock::time_point n
   return {{"user", c->user},
           {"note", c->note},
           {"host", c->host},
-          {"created_at", format_utc(c->created_at)},
-          {"expires_at", format_utc(c->expires_at)},
+          {"created_at", format_utc_time(c->created_at)},
+          {"expires_at", format_utc_time(c->expires_at)},
           {"seconds_left", std::chrono::duration_cast<std::chrono::seconds>(c->expires_at - now).count()}};
 }
 
@@ -66,11 +66,11 @@ nlohmann::json board_entry_to_json(const BoardEntry& e, WallClock::time_point no
   nlohmann::json holders = nlohmann::json::array();
   for (const BoardHolder& h : e.holders) {
     holders.push_back({{"user", h.user},
-                       {"since", format_utc(now - std::chrono::seconds(h.elapsed_s))},
+                       {"since", format_utc_time(now - std::chrono::seconds(h.elapsed_s))},
                        {"command", h.command},
                        {"run_id", h.run_id ? nlohmann::json(*h.run_id) : nlohmann::json(nullptr)},
                        {"workers", h.workers},
-                       {"idle_since", h.idle_since ? nlohmann::json(format_utc(*h.idle_since)) : nlohmann::json(nullptr)}});
+                       {"idle_since", h.idle_since ? nlohmann::json(format_utc_time(*h.idle_since)) : nlohmann::json(nullptr)}});
   }
   nlohmann::json workers = nlohmann::json::array();
   for (const WorkerScanResult& r : e.workers) workers.push_back(scan_result_to_json(r));

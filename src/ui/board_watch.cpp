@@ -47,7 +47,7 @@ int watch_stream(const BoardWatchOptions& o, Context& ctx, std::chrono::millisec
   while (!ctx.cancel.cancelled()) {
     const auto start = Steady::now();
     const auto now = WallClock::now();
-    if (!o.json) fmt::print(ctx.out, "--- {} ---\n", format_utc(now));
+    if (!o.json) fmt::print(ctx.out, "--- {} ---\n", format_utc_time(now));
     std::fflush(ctx.out);
     auto entries = scanner.scan(ctx.cancel, now, [&](size_t, const BoardEntry& e) {
       for (const std::string& w : e.warnings) {
@@ -59,7 +59,7 @@ int watch_stream(const BoardWatchOptions& o, Context& ctx, std::chrono::millisec
     if (ctx.cancel.cancelled()) break;
     if (o.json) {
       nlohmann::json doc = board_to_json(entries, now);
-      doc["time"] = format_utc(now);
+      doc["time"] = format_utc_time(now);
       fmt::print(ctx.out, "{}\n", doc.dump());
       std::fflush(ctx.out);
     }
@@ -92,7 +92,7 @@ int watch_terminal(const BoardWatchOptions& o, Context& ctx, std::chrono::millis
     const auto now = WallClock::now();
     {
       std::lock_guard lock(mu);
-      header = fmt::format("tpurun status --all, every {}   {}   scanning...   q quits", every, format_utc(now));
+      header = fmt::format("tpurun status --all, every {}   {}   scanning...   q quits", every, format_utc_time(now));
       redraw();
     }
     std::atomic<bool> done{false};
@@ -124,7 +124,7 @@ int watch_terminal(const BoardWatchOptions& o, Context& ctx, std::chrono::millis
     if (quit) break;
     {
       std::lock_guard lock(mu);
-      header = fmt::format("tpurun status --all, every {}   {}   q quits", every, format_utc(now));
+      header = fmt::format("tpurun status --all, every {}   {}   q quits", every, format_utc_time(now));
       redraw();
     }
     quit = wait_until(start + interval, ctx.cancel, term.get(), [&] {

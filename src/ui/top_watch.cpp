@@ -30,10 +30,10 @@ int watch_stream(const TopWatchOptions& o, Context& ctx, const TopLook& look, st
     if (ctx.cancel.cancelled()) break;
     if (o.json) {
       nlohmann::json doc = top_to_json(o.pod, looks);
-      doc["time"] = format_utc(now);
+      doc["time"] = format_utc_time(now);
       fmt::print(ctx.out, "{}\n", doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
-      fmt::print(ctx.out, "--- {} ---\n{}", format_utc(now), format_top(o.pod, looks));
+      fmt::print(ctx.out, "--- {} ---\n{}", format_utc_time(now), format_top(o.pod, looks));
     }
     std::fflush(ctx.out);
     while (!ctx.cancel.cancelled() && Steady::now() < start + interval) std::this_thread::sleep_for(kTick);
@@ -56,7 +56,7 @@ int watch_terminal(const TopWatchOptions& o, Context& ctx, const TopLook& look, 
   while (!quit && !ctx.cancel.cancelled()) {
     const auto start = Steady::now();
     const auto now = WallClock::now();
-    draw(fmt::format("tpurun top, every {}   {}   refreshing...   q quits", every, format_utc(now)));
+    draw(fmt::format("tpurun top, every {}   {}   refreshing...   q quits", every, format_utc_time(now)));
     std::vector<WorkerLook> looks;
     std::exception_ptr failed;
     std::atomic<bool> done{false};
@@ -81,7 +81,7 @@ int watch_terminal(const TopWatchOptions& o, Context& ctx, const TopLook& look, 
     body.push_back(format_top_summary(o.pod, summarize_top(looks)));
     body.push_back("");
     for (const std::string& row : format_top_rows(looks)) body.push_back(row);
-    const std::string header = fmt::format("tpurun top, every {}   {}   q quits", every, format_utc(now));
+    const std::string header = fmt::format("tpurun top, every {}   {}   q quits", every, format_utc_time(now));
     draw(header);
     while (!quit && !ctx.cancel.cancelled()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(start + interval - Steady::now());

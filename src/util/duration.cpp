@@ -64,4 +64,13 @@ std::optional<std::chrono::system_clock::time_point> parse_utc_time(const std::s
   return std::chrono::system_clock::from_time_t(::timegm(&tm));
 }
 
+std::string format_utc_time(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
 }  // namespace tpurun

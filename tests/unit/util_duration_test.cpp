@@ -35,5 +35,15 @@ TEST(FormatAgeTest, CompactForTables) {
   EXPECT_EQ(format_age(3 * 86400 + 4 * 3600), "3d04h");
 }
 
+TEST(UtcTimeTest, WrittenAndReadBackToTheSecond) {
+  using namespace std::chrono;
+  const system_clock::time_point t = system_clock::from_time_t(1795545387) + milliseconds(900);
+  EXPECT_EQ(format_utc_time(t), "2026-11-24T18:36:27Z");
+  EXPECT_EQ(parse_utc_time(format_utc_time(t)), system_clock::from_time_t(1795545387));
+  EXPECT_EQ(format_utc_time(system_clock::from_time_t(0)), "1970-01-01T00:00:00Z");
+  EXPECT_FALSE(parse_utc_time("2026-11-24 18:36:27"));
+  EXPECT_FALSE(parse_utc_time("2026-11-24T18:36:27Zjunk"));
+}
+
 }  // namespace
 }  // namespace tpurun

@@ -73,7 +73,7 @@ TEST(GangMonitor, UnreachableLongerThanLostAfterIsLost) {
   EXPECT_EQ(gang.observe({probed(1, Probe::unreachable)}, t0 + 11s, false), GangAction::stop_others);
   EXPECT_EQ(gang.state().workers[1].state, WorkerState::lost);
   EXPECT_EQ(gang.state().first_failure->how, "lost");
-  EXPECT_EQ(gang.state().first_failure->since, iso8601_utc(t0 + 1s));
+  EXPECT_EQ(gang.state().first_failure->since, format_utc_time(t0 + 1s));
 }
 
 TEST(GangMonitor, AnAnswerResetsTheUnreachableClock) {

@@ -61,7 +61,7 @@ TEST(BoardStateTest, AnIdleHolderShowsForHowLong) {
   e.holders[0].idle_since = now - std::chrono::minutes(130);
   EXPECT_THAT(format_board_line(e, now, 6), HasSubstr("bob: python3 train.py [run run-1] on w[0-1], "));
   EXPECT_THAT(format_board_line(e, now, 6), HasSubstr(", idle 2h10m"));
-  EXPECT_EQ(board_entry_to_json(e, now)["holders"][0]["idle_since"], format_utc(now - std::chrono::minutes(130)));
+  EXPECT_EQ(board_entry_to_json(e, now)["holders"][0]["idle_since"], format_utc_time(now - std::chrono::minutes(130)));
   e.holders[0].idle_since.reset();
   EXPECT_THAT(format_board_line(e, now, 6), ::testing::Not(HasSubstr("idle")));
   EXPECT_TRUE(board_entry_to_json(e, now)["holders"][0]["idle_since"].is_null());
