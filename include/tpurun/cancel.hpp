@@ -1,6 +1,7 @@
 #pragma once
 // Ctrl-C as a value that long-running work polls, instead of a process exit.
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 
 namespace tpurun {
@@ -11,19 +12,29 @@ class CancelToken {
   explicit CancelToken(const std::atomic<bool>* flag) : flag_(flag) {}
   bool cancelled() const {
     return (flag_ != nullptr && flag_->load(std::memory_order_relaxed)) ||
-           (also_ != nullptr && also_->load(std::memory_order_relaxed));
+           (also_ != nullptr && also_->load(std::memory_order_relaxed)) || expired();
   }
   // This token, and also cancelled once `also` is set: work that a sibling's
   // failure makes pointless (a snapshot whose preflight refused).
   CancelToken or_when(const std::atomic<bool>* also) const {
-    CancelToken t(flag_);
+    CancelToken t = *this;
     t.also_ = also;
     return t;
+  }
+  // This token, and also cancelled from `deadline` on: work given a time limit.
+  CancelToken until(std::chrono::steady_clock::time_point deadline) const {
+    CancelToken t = *this;
+    t.deadline_ = deadline;
+    return t;
+  }
+  bool expired() const {
+    return deadline_ != std::chrono::steady_clock::time_point{} && std::chrono::steady_clock::now() >= deadline_;
   }
 
  private:
   const std::atomic<bool>* flag_ = nullptr;
   const std::atomic<bool>* also_ = nullptr;
+  std::chrono::steady_clock::time_point deadline_{};
 };
 
 // Thrown when Ctrl-C stops work that has nothing per-worker to report;

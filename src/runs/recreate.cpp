@@ -140,11 +140,24 @@ class Recreate {
     return true;
   }
 
+  // Nobody watches the watcher: a gcloud call that hangs (an API that never
+  // answers, a prompt) is given up after its limit, or when the watcher is told
+  // to stop, and the recreate fails saying so.
+  ProcessResult gcloud(const std::vector<std::string>& argv, std::chrono::seconds limit) {
+    ProcessResult r = io_.processes.run_bounded(argv, limit, io_.cancel);
+    if (r.timed_out) {
+      r.err = fmt::format("no answer in {}s, gave up (the TPU VM is left as it is: gcloud compute tpus tpu-vm "
+                          "describe {} --zone {} shows its state)",
+                          limit.count(), job_.spec.name, job_.spec.zone);
+    }
+    return r;
+  }
+
   bool remove(const TpuNode& node) {
     const auto argv = gcloud_delete_argv(job_.spec);
     if (!audit("tpu-vm-delete", node.id, argv)) return false;
     io_.say(fmt::format("deleting TPU VM {} ({}, id {}): {}", job_.spec.name, node.state, node.id, shell_display(argv)));
-    const ProcessResult r = io_.processes.run(argv);
+    const ProcessResult r = gcloud(argv, job_.gcloud_timeout);
     if (r.exit_code != 0 && !is_not_found(r.err)) return fail("gcloud could not delete it: " + gcloud_said(r));
     return true;
   }
@@ -162,7 +175,7 @@ class Recreate {
     const auto argv = gcloud_create_argv(job_.spec, shape, metadata_dir(job_.log_dir));
     if (!audit("tpu-vm-create", "", argv)) return false;
     io_.say(fmt::format("creating TPU VM {} again: {}", job_.spec.name, shell_display(argv)));
-    const ProcessResult r = io_.processes.run(argv);
+    const ProcessResult r = gcloud(argv, job_.ready_timeout);
     if (r.exit_code != 0) return fail("gcloud could not create it: " + gcloud_said(r));
     return true;
   }
@@ -205,7 +218,7 @@ class Recreate {
   bool push_keys() {
     const auto argv = gcloud_keys_argv(job_.spec);
     io_.say(fmt::format("your key and the new host keys: {}", shell_display(argv)));
-    const ProcessResult r = io_.processes.run(argv);
+    const ProcessResult r = gcloud(argv, job_.gcloud_timeout);
     if (r.exit_code != 0) return fail("gcloud could not put your key on it: " + gcloud_said(r));
     return true;
   }
@@ -237,7 +250,7 @@ class Recreate {
   void keep_setup_output(const TpuNode& node, const std::vector<WorkerOutcome>& outcomes) const {
     std::ofstream log(setup_log_path(job_.log_dir), std::ios::app);
     log << fmt::format("==== tpurun: setup of TPU VM {} (id {}) at {} ====\n", job_.spec.name, node.id,
-                       iso8601_utc(std::chrono::system_clock::now()));
+                       format_utc_time(std::chrono::system_clock::now()));
     for (const WorkerOutcome& o : outcomes) {
       for (const std::string* text : {&o.out, &o.err}) {
         size_t start = 0;

@@ -77,6 +77,7 @@ struct RecreateJob {
   std::string audit_path;
   int fanout = 64;
   std::chrono::seconds ready_timeout{1800};  // how long a create may take to be READY
+  std::chrono::seconds gcloud_timeout{600};  // a delete, and gcloud's key push
   std::chrono::milliseconds poll{2000};      // describe while waiting
 };
 

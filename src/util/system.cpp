@@ -1,5 +1,7 @@
 #include "tpurun/system.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 
 #include "tpurun/subprocess.hpp"
@@ -19,11 +21,12 @@ std::string expand_home(const std::string& path, const Environment& env) {
   return *home + path.substr(1);
 }
 
-ProcessResult SystemProcessRunner::run(const std::vector<std::string>& argv,
-                                       const std::string& stdin_data,
-                                       const std::optional<std::string>& cwd) {
+namespace {
+
+ProcessResult run_program(const std::vector<std::string>& argv, const std::string& stdin_data,
+                          const std::optional<std::string>& cwd, const CancelToken& cancel) {
   CaptureSink capture;
-  auto exit = run_subprocess(argv, stdin_data, cwd, capture, CancelToken());
+  auto exit = run_subprocess(argv, stdin_data, cwd, capture, cancel);
   ProcessResult result;
   if (!exit) {
     result.exit_code = 127;
@@ -33,6 +36,28 @@ ProcessResult SystemProcessRunner::run(const std::vector<std::string>& argv,
   result.exit_code = exit->code;
   result.out = std::move(capture.out);
   result.err = std::move(capture.err);
+  return result;
+}
+
+}  // namespace
+
+ProcessResult SystemProcessRunner::run(const std::vector<std::string>& argv, const std::string& stdin_data,
+                                       const std::optional<std::string>& cwd) {
+  return run_program(argv, stdin_data, cwd, CancelToken());
+}
+
+ProcessResult SystemProcessRunner::run_bounded(const std::vector<std::string>& argv, std::chrono::seconds limit,
+                                               const CancelToken& cancel) {
+  const CancelToken bounded = cancel.until(std::chrono::steady_clock::now() + limit);
+  ProcessResult result = run_program(argv, "", std::nullopt, bounded);
+  if (cancel.cancelled()) {
+    result.exit_code = 130;
+    result.err += "tpurun: interrupted\n";
+  } else if (bounded.expired()) {
+    result.exit_code = 124;
+    result.timed_out = true;
+    result.err += fmt::format("tpurun: gave up after {}s\n", limit.count());
+  }
   return result;
 }
 

@@ -77,6 +77,14 @@ class ScriptedGcloud : public ProcessRunner {
     if (queue.size() > 1) queue.pop_front();
     return r;
   }
+  // run_bounded as the real runner does it, minus the waiting: an answer
+  // marked timed_out stands for a gcloud that never returned.
+  ProcessResult run_bounded(const std::vector<std::string>& argv, std::chrono::seconds limit,
+                            const CancelToken&) override {
+    limits.push_back(limit);
+    return run(argv, "", std::nullopt);
+  }
+  std::vector<std::chrono::seconds> limits;
   std::vector<std::string> verbs() const {
     std::vector<std::string> out;
     for (const auto& c : calls) out.push_back(c.at(4));
@@ -201,6 +209,25 @@ TEST_F(RecreateFixture, AFailedDeleteCreatesNothing) {
   EXPECT_EQ(r.why, "gcloud could not delete it: exit 1: ERROR: (gcloud.compute.tpus.tpu-vm.delete) "
                    "PERMISSION_DENIED: no");
   EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete"));
+}
+
+TEST_F(RecreateFixture, AGcloudThatNeverAnswersIsGivenUpAndNothingMoreIsDone) {
+  ProcessResult hung{124, "", "tpurun: gave up after 600s\n"};
+  hung.timed_out = true;
+  gcloud.answers["delete"] = {hung};
+  const RecreateResult r = recreate();
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.why, HasSubstr("gcloud could not delete it: exit 124: no answer in 600s, gave up (the TPU VM is "
+                               "left as it is: gcloud compute tpus tpu-vm describe rc --zone"));
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete"));
+  EXPECT_EQ(gcloud.limits, std::vector<std::chrono::seconds>{std::chrono::seconds(600)});
+}
+
+TEST_F(RecreateFixture, EachGcloudChangeHasATimeLimit) {
+  ASSERT_TRUE(recreate().ok);
+  // delete, create (as long as a create may take), the key push; describes are quick
+  EXPECT_EQ(gcloud.limits, (std::vector<std::chrono::seconds>{std::chrono::seconds(600), std::chrono::seconds(1800),
+                                                               std::chrono::seconds(600)}));
 }
 
 TEST_F(RecreateFixture, NoAuditRecordNoDelete) {

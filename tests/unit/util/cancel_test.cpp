@@ -22,6 +22,24 @@ TEST(CancelTokenTest, OrWhenFiresOnEitherFlagAndLeavesTheOriginalAlone) {
   EXPECT_TRUE(base.cancelled());
 }
 
+TEST(CancelTokenTest, UntilFiresAtItsDeadlineAndKeepsTheOtherFlags) {
+  using std::chrono::steady_clock;
+  std::atomic<bool> ctrl_c{false};
+  const CancelToken base(&ctrl_c);
+  const CancelToken later = base.until(steady_clock::now() + std::chrono::hours(1));
+  EXPECT_FALSE(later.cancelled());
+  EXPECT_FALSE(later.expired());
+  ctrl_c = true;
+  EXPECT_TRUE(later.cancelled());  // Ctrl-C still counts
+  EXPECT_FALSE(later.expired());
+  ctrl_c = false;
+  const CancelToken past = base.until(steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_TRUE(past.cancelled());
+  EXPECT_TRUE(past.expired());
+  EXPECT_FALSE(base.cancelled());
+  EXPECT_FALSE(CancelToken().expired());  // no deadline: never
+}
+
 TEST(CancelTokenTest, ADefaultTokenWithASiblingFlag) {
   std::atomic<bool> refused{false};
   const CancelToken t = CancelToken().or_when(&refused);

@@ -141,5 +141,24 @@ TEST(SystemEnvironmentTest, ReadsTheProcessEnvironment) {
   EXPECT_EQ(env.get("TPURUN_TEST_VARIABLE"), std::nullopt);
 }
 
+TEST_F(SystemProcessRunnerTest, RunBoundedGivesUpOnAProgramThatHangs) {
+  // a program that would outlive its limit (and its children with it)
+  ProcessResult r = runner_.run_bounded({"sh", "-c", "sleep 60 & sleep 60"}, std::chrono::seconds(1), CancelToken());
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 124);
+  EXPECT_THAT(r.err, HasSubstr("gave up after 1s"));
+}
+
+TEST_F(SystemProcessRunnerTest, RunBoundedStopsWhenCancelledAndOtherwiseRunsAsRun) {
+  std::atomic<bool> stop{true};
+  ProcessResult r = runner_.run_bounded({"sleep", "60"}, std::chrono::seconds(600), CancelToken(&stop));
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 130);
+  ProcessResult ok = runner_.run_bounded({"sh", "-c", "echo hi; exit 3"}, std::chrono::seconds(600), CancelToken());
+  EXPECT_FALSE(ok.timed_out);
+  EXPECT_EQ(ok.exit_code, 3);
+  EXPECT_EQ(ok.out, "hi\n");
+}
+
 }  // namespace
 }  // namespace tpurun
