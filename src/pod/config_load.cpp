@@ -1,5 +1,6 @@
 // From command-line flags to one pod with workers: where the config file is,
 // which pod is meant, and what gcloud says its workers are.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -161,10 +162,18 @@ void apply_overrides(PodConfig& pod, const PodOverrides& overrides, const Enviro
 TpuNode describe_node(const std::string& pod, const GcloudSpec& spec, ProcessRunner& runner) {
   std::vector<std::string> argv = gcloud_describe_argv(spec);
   std::string command = join(argv, " ");
-  ProcessResult result = runner.run(argv);
+  // describe answers in seconds; one that hangs (an API or a proxy that never
+  // answers) would hold every command, and the run's unattended watcher.
+  constexpr std::chrono::seconds kDescribeLimit{120};
+  ProcessResult result = runner.run_bounded(argv, kDescribeLimit, CancelToken());
   std::string err = result.err;
   while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   std::string prefix = "pod '" + pod + "': ";
+  if (result.timed_out) {
+    throw std::runtime_error(fmt::format("{}`{}` gave no answer in {}s: is the Cloud TPU API reachable from here? "
+                                         "(run it by hand to see what it waits for)",
+                                         prefix, command, kDescribeLimit.count()));
+  }
   if (result.exit_code == 127 && result.out.empty())
     throw std::runtime_error(
         prefix + "cannot run gcloud; is the Google Cloud SDK installed and on PATH? " + err);

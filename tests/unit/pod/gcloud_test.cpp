@@ -169,6 +169,15 @@ TEST_F(GcloudPodLoadTest, FailingGcloudShowsItsOwnStderr) {
             "'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1'");
 }
 
+TEST_F(GcloudPodLoadTest, AGcloudThatNeverAnswersIsGivenUpWithTheCommand) {
+  // given a describe the runner gave up on (SystemProcessRunner::run_bounded)
+  runner_.next = {124, "", "tpurun: gave up after 120s\n", true};
+  EXPECT_EQ(load_error(),
+            "pod 'v4-32': `gcloud compute tpus tpu-vm describe kmh-tpuvm-v4-32-1 --zone us-central2-b --project "
+            "my-proj --format=json` gave no answer in 120s: is the Cloud TPU API reachable from here? (run it by "
+            "hand to see what it waits for)");
+}
+
 TEST_F(GcloudPodLoadTest, MissingGcloudSuggestsInstallingIt) {
   runner_.next = {127, "", "tpurun: cannot run gcloud: No such file or directory\n"};
   EXPECT_EQ(load_error(),

@@ -220,14 +220,17 @@ TEST_F(RecreateFixture, AGcloudThatNeverAnswersIsGivenUpAndNothingMoreIsDone) {
   EXPECT_THAT(r.why, HasSubstr("gcloud could not delete it: exit 124: no answer in 600s, gave up (the TPU VM is "
                                "left as it is: gcloud compute tpus tpu-vm describe rc --zone"));
   EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete"));
-  EXPECT_EQ(gcloud.limits, std::vector<std::chrono::seconds>{std::chrono::seconds(600)});
+  using std::chrono::seconds;
+  EXPECT_EQ(gcloud.limits, (std::vector<seconds>{seconds(120), seconds(600)}));  // describe, delete
 }
 
 TEST_F(RecreateFixture, EachGcloudChangeHasATimeLimit) {
   ASSERT_TRUE(recreate().ok);
-  // delete, create (as long as a create may take), the key push; describes are quick
-  EXPECT_EQ(gcloud.limits, (std::vector<std::chrono::seconds>{std::chrono::seconds(600), std::chrono::seconds(1800),
-                                                               std::chrono::seconds(600)}));
+  // every call: describe and delete, create (as long as a create may take),
+  // describes until READY, the key push
+  using std::chrono::seconds;
+  EXPECT_EQ(gcloud.limits, (std::vector<seconds>{seconds(120), seconds(600), seconds(1800), seconds(120),
+                                                  seconds(120), seconds(600)}));
 }
 
 TEST_F(RecreateFixture, NoAuditRecordNoDelete) {
