@@ -144,14 +144,12 @@ kill "$watch_pid"
 watch_pid=""
 hz=$(getconf CLK_TCK)
 
-python3 - "$results" "$PODS" "$PER_POD" "$cpu_once" "$t0" "$t1" "$hz" "$REFRESHES" "$w0" "$w1" <<'PY'
-import statistics, sys
-res, pods, per, cpu_once, t0, t1, hz, n, w0, w1 = sys.argv[1:]
-times = {}
-for line in open(res):
-    label, us = line.split()
-    times.setdefault(label, []).append(int(us) / 1e6)
-med = {k: statistics.median(v) for k, v in times.items()}
+python3 - "$results" "$PODS" "$PER_POD" "$cpu_once" "$t0" "$t1" "$hz" "$REFRESHES" "$w0" "$w1" "$root/bench" <<'PY'
+import sys
+res, pods, per, cpu_once, t0, t1, hz, n, w0, w1 = sys.argv[1:11]
+sys.path.insert(0, sys.argv[11])
+from bench_times import load
+times, med = load(res)
 print(f"{pods} pods x {per} workers, {len(times['all'])} repetitions, medians:")
 for k in ("all", "sequential", "one_pod"):
     print(f"  {k:<11} {med[k]:.3f}s   (min {min(times[k]):.3f}s, max {max(times[k]):.3f}s)")

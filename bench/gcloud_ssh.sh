@@ -89,12 +89,11 @@ PY
   done
 done
 
-python3 - "$results" "$SIZES" <<'PY'
-import collections, statistics, sys
-t = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    label, us = line.split()
-    t[label].append(int(us) / 1e6)
+python3 - "$results" "$SIZES" "$root/bench" <<'PY'
+import statistics, sys
+sys.path.insert(0, sys.argv[3])
+from bench_times import load
+t, _ = load(sys.argv[1])
 print("%-8s %10s %12s %10s %14s %16s %16s" % ("workers", "gcloud", "gcloud -b 8", "tpurun", "tpurun static",
                                              "tpurun/gcloud", "tpurun/gcloud-b8"))
 for n in sys.argv[2].split():

@@ -190,14 +190,12 @@ for rep in $(seq "$REPS"); do
   for label in cp_fresh ours_fresh rsync_unchanged ours_unchanged; do measure "$label"; done
 done
 grep -h 'staged\|unchanged' "$work/ours_fresh.err" "$work/ours_unchanged.err" | sed 's/^/  /'
-$PY - "$results" "$work" "$FILES" "$REPS" <<'PY'
-import collections, json, statistics, sys
-times = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    label, us = line.split()
-    times[label].append(int(us) / 1e6)
+$PY - "$results" "$work" "$FILES" "$REPS" "$root/bench" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[5])
+from bench_times import load
+times, med = load(sys.argv[1])
 work, files, reps = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-med = {k: statistics.median(v) for k, v in times.items()}
 print("  median wall s [each repetition], and the dev VM client's requests per file in the last one "
       "(each roughly an NFS round trip; by kind, the larger ones):")
 for k in ["cp_fresh", "ours_fresh", "rsync_unchanged", "ours_unchanged"]:

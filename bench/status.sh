@@ -172,14 +172,12 @@ for ((r = 1; r <= REPS; r++)); do
 done
 [[ $MODE == light ]] && kill "$holder"
 
-python3 - "$results" "$WORKERS" "$nproc_lookup" "$where" "$MODE" "${PROCS:-0}" "${FDS:-0}" <<'PY'
-import statistics, sys
+python3 - "$results" "$WORKERS" "$nproc_lookup" "$where" "$MODE" "${PROCS:-0}" "${FDS:-0}" "$root/bench" <<'PY'
+import sys
 results, workers, nproc, where, mode, procs, fds = sys.argv[1:8]
-times = {}
-for line in open(results):
-    label, us = line.split()
-    times.setdefault(label, []).append(int(us) / 1e6)
-med = {k: statistics.median(v) for k, v in times.items()}
+sys.path.insert(0, sys.argv[8])
+from bench_times import load
+times, med = load(results)
 load = f", each with {procs} processes x {fds} fds" if mode == "heavy" else ""
 print(f"{mode}: {workers} workers{load}, {len(times['status'])} repetitions, medians:")
 for k in ("status", "exec_true", "lsof"):

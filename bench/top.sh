@@ -99,14 +99,12 @@ kill "$watch_pid"
 wait "$shell_pid" 2>/dev/null || true
 watch_pid=""
 
-python3 - "$results" "$WORKERS" "$c0" "$c1" "$t0" "$t1" "$tick" <<'PY'
-import statistics, sys
+python3 - "$results" "$WORKERS" "$c0" "$c1" "$t0" "$t1" "$tick" "$root/bench" <<'PY'
+import sys
 results, workers, c0, c1, t0, t1, tick = sys.argv[1:8]
-times = {}
-for line in open(results):
-    label, us = line.split()
-    times.setdefault(label, []).append(int(us) / 1e6)
-med = {k: statistics.median(v) for k, v in times.items()}
+sys.path.insert(0, sys.argv[8])
+from bench_times import load
+times, med = load(results)
 print(f"{workers} workers, each with a trainer serving metrics, {len(times['top'])} repetitions, medians:")
 for k in ("top", "status"):
     print(f"  {k:<7} {med[k]:.3f}s   (min {min(times[k]):.3f}s, max {max(times[k]):.3f}s)")
