@@ -321,17 +321,8 @@ def cmd_down(args):
     nfsmode.unmount_host(env)
     lib = env.path("lib")
     extra = ("/usr/bin/python3 -E -s %s/" % lib,)
-    for _ in range(50):
-        left = workers.leftover_pids(env, extra)
-        if not left:
-            break
-        for p in left:
-            try:
-                os.kill(p, 9)
-            except OSError:
-                pass
-        time.sleep(0.1)
-    else:
+    left = procs.kill_until_gone(lambda: workers.leftover_pids(env, extra), 5.0, 0.1)
+    if left:
         die("processes left after down: %s" % " ".join(map(str, left)))
     for f in ("workers",):
         try:

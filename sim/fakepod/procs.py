@@ -70,6 +70,22 @@ def kill_and_wait(pids, timeout=30.0):
             time.sleep(0.02)
 
 
+def kill_until_gone(find, seconds, pause):
+    """SIGKILLs the pids find() returns until it returns none; returns those
+    still there when `seconds` are up (nothing when all went)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = find()
+        if not left or time.monotonic() >= deadline:
+            return left
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(pause)
+
+
 def pidns(pid):
     try:
         return os.readlink("/proc/%d/ns/pid" % pid)

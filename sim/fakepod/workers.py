@@ -406,17 +406,8 @@ def kill(env, slots):
         except OSError:
             pass
     if nss:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            left = [p for p in procs.all_pids() if procs.pidns(p) in nss and not procs.is_zombie(p)]
-            if not left:
-                break
-            for p in left:
-                try:
-                    os.kill(p, 9)
-                except OSError:
-                    pass
-            time.sleep(0.02)
+        procs.kill_until_gone(
+            lambda: [p for p in procs.all_pids() if procs.pidns(p) in nss and not procs.is_zombie(p)], 30.0, 0.02)
     for s in slots:
         for f in ("init.pid", "sshd.pid", "pidns"):
             try:
