@@ -49,9 +49,8 @@ TransportError connect_error(const Worker& w, ssh_session s, int timeout_s) {
 
 // libssh's list with ECDH on P-256 moved first. sshd (OpenSSH up to at least
 // 9.2, the TPU VMs' Ubuntu included) computes curve25519 with its portable
-// reference code, about 3 ms a scalar multiplication here against 0.1 ms for
-// P-256 through OpenSSL: measured, 6 ms less of a worker's CPU per connection
-// (bench/gcloud_ssh.sh). Both are in OpenSSH's default KexAlgorithms; a worker
+// reference code, P-256 through OpenSSL: measured, P-256 costs a worker's sshd
+// about 6 ms less CPU per connection (32-worker exec on the simulator). Both are in OpenSSH's default KexAlgorithms; a worker
 // that allows only curve25519 still gets it, and a KexAlgorithms line in
 // ~/.ssh/config (or TPURUN_SSH_KEX) replaces the list.
 constexpr const char* kKeyExchange =
