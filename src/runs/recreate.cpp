@@ -147,8 +147,9 @@ class Recreate {
     ProcessResult r = io_.processes.run_bounded(argv, limit, io_.cancel);
     if (r.timed_out) {
       r.err = fmt::format("no answer in {}s, gave up (the TPU VM is left as it is: gcloud compute tpus tpu-vm "
-                          "describe {} --zone {} shows its state)",
-                          limit.count(), job_.spec.name, job_.spec.zone);
+                          "describe {} --zone {}{} shows its state)",
+                          limit.count(), job_.spec.name, job_.spec.zone,
+                          job_.spec.project.empty() ? "" : " --project " + job_.spec.project);
     }
     return r;
   }

@@ -186,6 +186,8 @@ std::optional<SecretText> rsa_pkcs1_pem(std::string_view text) {
   p1[0] &= ~1u;
   q1[0] &= ~1u;
   Bytes dmp1, dmq1;
+  dmp1.reserve(p.size() + 4);  // grown in place, as every buffer here: no stray copies of the key
+  dmq1.reserve(q.size() + 4);
   to_big_endian(mod(dl, p1), dmp1);
   to_big_endian(mod(dl, q1), dmq1);
 

@@ -10,7 +10,7 @@
 #include <string.h>  // explicit_bzero
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <algorithm>
 #include <fmt/format.h>
 #include <mutex>
 
@@ -131,8 +131,11 @@ Result<std::unique_ptr<Connection>, TransportError> SshTransport::connect(const 
 ssh_key SshTransport::identity_key() {
   std::call_once(identity_loaded_, [this] {
     const std::string& file = options_.ssh.identity_file;
-    std::ifstream in(file, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ifstream in(file, std::ios::binary | std::ios::ate);
+    std::string text(in ? static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)) : 0, '\0');
+    in.seekg(0);
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));  // sized first: no stray copies to wipe
+    text.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
     ssh_key key = nullptr;
     if (auto pem = rsa_pkcs1_pem(text)) {
       if (ssh_pki_import_privkey_base64(pem->str().c_str(), nullptr, nullptr, nullptr, &key) != SSH_OK) key = nullptr;

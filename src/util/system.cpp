@@ -50,6 +50,9 @@ ProcessResult SystemProcessRunner::run_bounded(const std::vector<std::string>& a
                                                const CancelToken& cancel) {
   const CancelToken bounded = cancel.until(std::chrono::steady_clock::now() + limit);
   ProcessResult result = run_program(argv, "", std::nullopt, bounded);
+  // A program that finished on its own, even as the limit or the cancel came,
+  // keeps its result: only one we stopped is reported as stopped.
+  if (result.exit_code == 0) return result;
   if (cancel.cancelled()) {
     result.exit_code = 130;
     result.err += "tpurun: interrupted\n";
