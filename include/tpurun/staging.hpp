@@ -32,6 +32,11 @@ struct SnapshotRequest {
   // preflight passed. false discards the tree (a refused stage leaves no
   // snapshot). Unset: publish.
   std::function<bool()> publish_gate;
+  // Non-empty: the files this stage copies in join the object store later, not
+  // during the stage (on NFS each link is a round trip or two): their list is
+  // left in this local dir for adopt_pending. Before the stage needs the
+  // store, it finishes the lists it finds there (waiting for an adopter).
+  std::string adopt_dir;
 };
 
 struct SnapshotProgress {
@@ -61,6 +66,7 @@ struct StagedSnapshot {
   std::size_t files_read = 0;  // files whose content had to be read (stat cache misses)
   std::vector<std::string> notes;  // what was skipped and why (submodules, special files, cache trouble)
   bool reused = false;             // an existing snapshot of the same tree (nothing written)
+  bool adoption_pending = false;   // its new files are listed in adopt_dir, not yet stored
 };
 
 struct StageError {
@@ -75,6 +81,26 @@ struct StageError {
 Result<StagedSnapshot, StageError> create_snapshot(
     const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
     const std::function<void(const SnapshotProgress&)>& progress = {});
+
+// What adopt_pending did. Each list is finished (and removed) or given up.
+struct AdoptReport {
+  std::size_t lists = 0;   // lists finished
+  std::size_t stored = 0;  // files linked into their object store
+  std::size_t kept = 0;    // left unshared: the object was there already, or links are refused
+  std::size_t gone = 0;    // no longer there (the snapshot was collected)
+  std::size_t busy = 0;    // lists another adopter holds (AdoptBusy::skip)
+  std::vector<std::string> errors;  // one per list given up, naming it and why
+};
+
+enum class AdoptBusy { skip, wait };
+
+// Links the files that stages with adopt_dir set left out of the object
+// store into it, list by list, and removes each list. A list that another
+// process is adopting is skipped or waited for (until `cancel`); a list whose
+// snapshot is gone is dropped. Files in published snapshots are never
+// replaced: content someone stored meanwhile stays a second copy.
+AdoptReport adopt_pending(const std::string& adopt_dir, AdoptBusy busy, const CancelToken& cancel);
+bool has_pending_adoptions(const std::string& adopt_dir);
 
 // A run that may still use a snapshot (see run_is_active in run_state.hpp).
 struct SnapshotUser {

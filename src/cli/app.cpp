@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "cli/adopt.hpp"
 #include "cli/claim.hpp"
 #include "tpurun/context.hpp"
 #include "cli/doctor.hpp"
@@ -124,6 +125,7 @@ int main(int argc, char** argv) {
   StatusOptions status;
   KillCommandOptions kill;
   SuperviseOptions supervise;
+  AdoptOptions adopt;
   HostKeysOptions hostkeys;
   ClaimOptions claim;
   ReleaseOptions release;
@@ -142,6 +144,7 @@ int main(int argc, char** argv) {
       {register_top(app, top), [&](Context& c) { return run_top(top, c); }},
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
       {register_supervise(app, supervise), [&](Context& c) { return run_supervise(supervise, c); }},
+      {register_adopt(app, adopt), [&](Context& c) { return run_adopt(adopt, c); }},
       {register_hostkeys(app, hostkeys), [&](Context& c) { return run_hostkeys(hostkeys, c); }},
       {register_claim(app, claim), [&](Context& c) { return run_claim(claim, c); }},
       {register_release(app, release), [&](Context& c) { return run_release(release, c); }},

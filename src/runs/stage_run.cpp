@@ -21,7 +21,9 @@
 #include "runs/run_follow.hpp"
 #include "runs/stage_slices.hpp"
 #include "tpurun/atomic_file.hpp"
+#include "tpurun/daemon.hpp"
 #include "tpurun/duration.hpp"
+#include "tpurun/file_watch.hpp"
 #include "tpurun/run_env.hpp"
 #include "tpurun/safe_dir.hpp"
 #include "tpurun/tpu_recreate.hpp"
@@ -47,6 +49,9 @@ StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printe
   request.user = plan.user;
   request.size_limit = plan.target.pod.stage_size_limit;
   request.stat_cache_dir = cache_dir(ctx.env) + "/stat-cache";
+  // On NFS each link into the object store costs round trips on the way to
+  // the launch; there the links are made after it (staging/adoption.hpp).
+  if (on_network_filesystem(request.staging_root)) request.adopt_dir = pending_adoptions_dir(ctx.env);
   request.now = std::chrono::system_clock::now();
   request.random_suffix = random_suffix;
   auto staged = create_snapshot(request, ctx.processes, cancel, [&](const SnapshotProgress& p) {
@@ -147,7 +152,20 @@ void keep_for_recreate(const StagePlan& plan, const RunRecord& record) {
   }
 }
 
+// The files the snapshot left out of the object store are linked in by a
+// detached `tpurun _adopt`, once the launch no longer waits on the mount.
+void start_adopter(Context& ctx, LinePrinter& printer) {
+  const std::string dir = pending_adoptions_dir(ctx.env);
+  auto pid = spawn_detached_self({"_adopt"}, dir + "/adopt.log");
+  if (!pid) {
+    printer.note(fmt::format("cannot start tpurun _adopt ({}): the new files join the object store at the next "
+                             "stage", pid.error()));
+  }
+}
+
 }  // namespace
+
+std::string pending_adoptions_dir(const Environment& env) { return cache_dir(env) + "/adopt"; }
 
 std::vector<std::vector<std::string>> planned_recreate(const StagePlan& plan, const std::string& log_dir) {
   if (!plan.request.recreate || !plan.target.pod.gcloud) return {};
@@ -236,6 +254,7 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
       record_not_started(run.record, launch);
     }
   }
+  if (run.staged.adoption_pending) start_adopter(ctx, printer);
   return run;
 }
 

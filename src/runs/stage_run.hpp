@@ -76,4 +76,9 @@ struct StagedRun {
 // failed. Throws (nothing launched) when a step before the launch fails.
 StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer);
 
+// Where a stage on a network file system leaves the list of files it did not
+// link into the object store (SnapshotRequest::adopt_dir): the user's local
+// cache. `tpurun _adopt` (started after the launch) works through it.
+std::string pending_adoptions_dir(const Environment& env);
+
 }  // namespace tpurun

@@ -24,6 +24,19 @@ std::string ContentHash::hex() const {
   return out;
 }
 
+std::optional<ContentHash> parse_content_hash(std::string_view hex) {
+  if (hex.size() != 32) return std::nullopt;
+  ContentHash hash;
+  for (std::size_t i = 0; i < 32; ++i) {
+    const char c = hex[i];
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return std::nullopt;
+    std::uint64_t& word = i < 16 ? hash.high : hash.low;
+    word = (word << 4) | static_cast<std::uint64_t>(digit);
+  }
+  return hash;
+}
+
 Hasher::Hasher() : state_(XXH3_createState()) { reset(); }
 Hasher::~Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
 

@@ -1,6 +1,7 @@
 #pragma once
 // XXH3-128 content hashes, as used for object names and the tree hash.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,5 +33,8 @@ class Hasher {
 };
 
 ContentHash hash_bytes(std::string_view data);
+
+// The inverse of hex(): 32 lowercase hex digits, or nothing.
+std::optional<ContentHash> parse_content_hash(std::string_view hex);
 
 }  // namespace tpurun::staging

@@ -15,11 +15,11 @@ bool is_within(std::string_view dir, std::string_view ancestor) {
 
 }  // namespace
 
-// The snapshot's own dirs are only ever a dirfd for creating in: O_PATH, which
-// opens nothing on the file system (on NFS, and FUSE, a plain open of a
-// directory is a request, and so is its close).
+// The snapshot's own dirs are only ever a dirfd for creating in or linking
+// from: O_PATH, which opens nothing on the file system (on NFS, and FUSE, a
+// plain open of a directory is a request, and so is its close).
 int DirCursor::open_at(int parent, const char* name) const {
-  if (!create_) return open_dir_at(parent, name);
+  if (use_ == Use::read) return open_dir_at(parent, name);
   return ::openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
@@ -39,7 +39,7 @@ int DirCursor::parent_of(std::string_view path, std::string_view* name) {
     int parent = stack_.empty() ? root_fd_ : stack_.back().fd.get();
     if (component.empty() || component == "." || component == "..") return errno = EINVAL, -1;
     int fd = open_at(parent, component.c_str());
-    if (fd < 0 && errno == ENOENT && create_) {
+    if (fd < 0 && errno == ENOENT && use_ == Use::build) {
       if (::mkdirat(parent, component.c_str(), 0755) != 0 && errno != EEXIST) return -1;
       fd = open_at(parent, component.c_str());
     }

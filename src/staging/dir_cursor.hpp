@@ -1,8 +1,10 @@
 #pragma once
 // Hands out the parent directory of paths visited in sorted order, keeping the
 // chain of open directories: each directory is opened once, one component at
-// a time, never through a symlink. With `create`, missing directories are made
-// (0755) on the way; cursors of several threads may create the same ones.
+// a time, never through a symlink. To `build` a tree, missing directories are
+// made (0755) on the way (cursors of several threads may make the same ones);
+// a tree being built, or one only linked from, has its directories opened
+// O_PATH.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,7 +15,8 @@ namespace tpurun::staging {
 
 class DirCursor {
  public:
-  DirCursor(int root_fd, bool create) : root_fd_(root_fd), create_(create) {}
+  enum class Use { read, build, link_from };
+  DirCursor(int root_fd, Use use) : root_fd_(root_fd), use_(use) {}
   DirCursor(const DirCursor&) = delete;
   DirCursor& operator=(const DirCursor&) = delete;
 
@@ -28,7 +31,7 @@ class DirCursor {
     UniqueFd fd;
   };
   int root_fd_;
-  bool create_;
+  Use use_;
   std::vector<Level> stack_;
 };
 

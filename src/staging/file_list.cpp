@@ -126,7 +126,7 @@ Result<SourceListing, StageError> list_git_files(const std::string& source_dir, 
   }
   SourceListing listing;
   ListFilter filter(rules);
-  DirCursor dirs(root_fd, false);
+  DirCursor dirs(root_fd, DirCursor::Use::read);
   for (GitEntry& entry : parse_ls_files(ls.out)) {
     if (cancel.cancelled()) return unexpected(cancelled_error());
     if (filter.ignored(entry.path)) continue;

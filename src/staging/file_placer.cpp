@@ -33,12 +33,13 @@ StageError write_error(const std::string& path, int err) {
   return StageError{"cannot write " + path + " into the snapshot: " + errno_text(err) + hint};
 }
 
-FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store)
-    : sources_(source_fd, false),
-      targets_(tree_fd, true),
+FilePlacer::FilePlacer(int source_fd, int tree_fd, ObjectStore& store, bool defer_store)
+    : sources_(source_fd, DirCursor::Use::read),
+      targets_(tree_fd, DirCursor::Use::build),
       store_(store),
       buffer_(new char[kBufferSize]),
-      umask_(current_umask()) {}
+      umask_(current_umask()),
+      defer_store_(defer_store) {}
 
 Result<Placed, StageError> FilePlacer::place(const SourceFile& file,
                                              const std::optional<ContentHash>& cached) {
@@ -77,7 +78,7 @@ Result<Placed, StageError> FilePlacer::place_known(const SourceFile& file, const
     return Placed{};
   }
   if (err != 0) return unexpected(write_error(file.path, err));
-  return Placed{hash, false, true, file.stamp.size};
+  return Placed{hash, false, true, false, file.stamp.size};
 }
 
 int FilePlacer::open_source(const SourceFile& file) {
@@ -131,9 +132,10 @@ Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_f
   }
   if (::close(target.release()) != 0) return unexpected(write_error(file.path, errno));
   ContentHash hash = hasher_.digest();
+  if (defer_store_) return Placed{hash, bool(source), false, true, total};
   auto adopted = store_.adopt(dir_fd, name, ObjectName(hash, file.executable));
   if (!adopted) return unexpected(write_error(file.path, adopted.error()));
-  return Placed{hash, bool(source), *adopted == ObjectStore::Adopted::shared, total};
+  return Placed{hash, bool(source), *adopted == ObjectStore::Adopted::shared, false, total};
 }
 
 }  // namespace tpurun::staging

@@ -2,7 +2,8 @@
 // Puts one source file into the snapshot tree being built: a hard link to its
 // object when the stat cache knows the content, otherwise one pass over the
 // bytes that reads, hashes and writes them, after which the new file becomes
-// the object (or is swapped for a link to the object someone stored before).
+// the object (or is swapped for a link to the object someone stored before),
+// now or, with defer_store, later (staging/adoption.hpp).
 // One placer per thread; files must come in sorted order.
 #include <memory>
 #include <optional>
@@ -20,12 +21,15 @@ struct Placed {
   ContentHash hash;     // zero for symlinks
   bool read = false;    // the content was read (stat cache miss)
   bool reused = false;  // the content was in the object store already
+  bool pending = false;  // a new copy, to be linked into the store later (defer_store)
   std::uint64_t bytes = 0;
 };
 
 class FilePlacer {
  public:
-  FilePlacer(int source_fd, int tree_fd, ObjectStore& store);
+  // defer_store: a file copied in is left out of the object store (Placed::
+  // pending), for adopt_pending to link in later.
+  FilePlacer(int source_fd, int tree_fd, ObjectStore& store, bool defer_store = false);
   // `known`: the content hash, when the stat cache has it.
   Result<Placed, StageError> place(const SourceFile& file, const std::optional<ContentHash>& known);
 
@@ -41,6 +45,7 @@ class FilePlacer {
   std::unique_ptr<char[]> buffer_;
   Hasher hasher_;
   mode_t umask_;
+  bool defer_store_;
 };
 
 StageError write_error(const std::string& path, int err);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -105,6 +106,20 @@ int remove_tree_at(int dir_fd, const std::string& name, std::string* failed_path
   Removal removal{failed_path, bytes_freed};
   removal.remove_entry(dir_fd, name.c_str(), name, DT_UNKNOWN);
   return removal.first_error;
+}
+
+std::vector<std::string> list_dir_names(int dir_fd) {
+  std::vector<std::string> names;
+  DIR* dir = ::fdopendir(::dup(dir_fd));
+  if (dir == nullptr) return names;
+  ::rewinddir(dir);  // the dup shares its offset with dir_fd: an earlier listing left it at the end
+  while (dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
+      names.emplace_back(entry->d_name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace tpurun::staging

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tpurun/unique_fd.hpp"
 
@@ -19,6 +20,10 @@ std::string errno_text(int err);
 // Opens a directory relative to `dir_fd` without following a symlink at the
 // last component. Returns -1 with errno set on failure.
 int open_dir_at(int dir_fd, const char* name);
+
+// The names in a directory opened for reading (not O_PATH), sorted, without
+// "." and ".."; empty when it cannot be read.
+std::vector<std::string> list_dir_names(int dir_fd);
 
 // The process umask, read without changing it (umask(2) would race with
 // other threads creating files).

@@ -1,5 +1,4 @@
 // collect_garbage: old snapshots, stale temp dirs, then unreferenced objects.
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,20 +22,6 @@ using Clock = std::chrono::system_clock;
 
 constexpr auto kStaleTemp = std::chrono::hours(1);
 
-std::vector<std::string> list_names(int dir_fd) {
-  std::vector<std::string> names;
-  DIR* dir = ::fdopendir(::dup(dir_fd));
-  if (dir == nullptr) return names;
-  ::rewinddir(dir);  // the dup shares its offset with dir_fd: an earlier listing left it at the end
-  while (dirent* entry = ::readdir(dir)) {
-    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
-      names.emplace_back(entry->d_name);
-  }
-  ::closedir(dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 Clock::time_point mtime_of(const struct stat& st) {
   return Clock::time_point(
       std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(mtime_ns(st))));
@@ -53,7 +38,7 @@ struct DoomedLinks {
   std::unordered_map<ino_t, Inode> inodes;
 
   void count(int dir_fd) {
-    for (const std::string& name : list_names(dir_fd)) {
+    for (const std::string& name : list_dir_names(dir_fd)) {
       struct stat st {};
       if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       if (S_ISDIR(st.st_mode)) {
@@ -86,7 +71,7 @@ class Collector {
   }
 
   void snapshots_and_temps() {
-    for (const std::string& name : list_names(user_fd_)) {
+    for (const std::string& name : list_dir_names(user_fd_)) {
       struct stat st {};
       if (::fstatat(user_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
         continue;
@@ -116,7 +101,7 @@ class Collector {
   // The index of snapshots by tree (".tree-<hash>" -> name): links to a
   // snapshot that is gone are dropped.
   void tree_links() {
-    for (const std::string& name : list_names(user_fd_)) {
+    for (const std::string& name : list_dir_names(user_fd_)) {
       if (!name.starts_with(".tree-")) continue;
       char target[256] = {};
       const ssize_t n = ::readlinkat(user_fd_, name.c_str(), target, sizeof target - 1);
@@ -129,7 +114,7 @@ class Collector {
   void object_temps(int objects_fd) {
     UniqueFd tmp(open_dir_at(objects_fd, "tmp"));
     if (!tmp) return;
-    for (const std::string& name : list_names(tmp.get())) {
+    for (const std::string& name : list_dir_names(tmp.get())) {
       struct stat st {};
       if (::fstatat(tmp.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
           mtime_of(st) >= now_ - kStaleTemp)
@@ -140,14 +125,14 @@ class Collector {
   }
 
   void unreferenced_objects(int objects_fd) {
-    for (const std::string& fan : list_names(objects_fd)) {
+    for (const std::string& fan : list_dir_names(objects_fd)) {
       if (fan.size() != 2 || !std::isxdigit(static_cast<unsigned char>(fan[0])) ||
           !std::isxdigit(static_cast<unsigned char>(fan[1]))) {
         continue;
       }
       UniqueFd dir(open_dir_at(objects_fd, fan.c_str()));
       if (!dir) continue;
-      for (const std::string& name : list_names(dir.get())) {
+      for (const std::string& name : list_dir_names(dir.get())) {
         struct stat st {};
         if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISREG(st.st_mode))

@@ -137,4 +137,13 @@ Result<ObjectStore::Adopted, int> ObjectStore::adopt(int dir_fd, const char* nam
   return Adopted::kept_copy;
 }
 
+Result<ObjectStore::Adopted, int> ObjectStore::adopt_published(int dir_fd, const char* name,
+                                                               const ObjectName& object) {
+  int err = link_in(dir_fd, name, object);
+  if (err == 0) return Adopted::stored;
+  if (err == EEXIST || err == EXDEV || err == EPERM) return Adopted::kept_copy;
+  if (err == EMLINK) err = replace_object(dir_fd, name, object);
+  return err == 0 ? Result<Adopted, int>(Adopted::stored) : unexpected(err);
+}
+
 }  // namespace tpurun::staging

@@ -53,6 +53,10 @@ class ObjectStore {
   // an unshared copy. When the object has too many links (EMLINK) the file
   // becomes the object, so later snapshots link to it. Other errno: failure.
   Result<Adopted, int> adopt(int dir_fd, const char* name, const ObjectName& object);
+  // The same for a file of a published snapshot, which is never replaced (on
+  // NFS a worker reading the old file would get ESTALE): stored, or kept_copy
+  // when the object exists already. ENOENT: the file is gone.
+  Result<Adopted, int> adopt_published(int dir_fd, const char* name, const ObjectName& object);
 
   int fd() const { return fd_.get(); }
 

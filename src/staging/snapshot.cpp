@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "staging/adoption.hpp"
 #include "staging/file_list.hpp"
 #include "staging/file_placer.hpp"
 #include "staging/fs_util.hpp"
@@ -189,6 +190,22 @@ std::optional<StagedSnapshot> reuse_unchanged(const SnapshotRequest& request, co
   return staged;
 }
 
+// The files copied in but left out of the store, for adopt_pending.
+void note_pending(const SnapshotRequest& request, const std::string& name, const std::vector<SourceFile>& files,
+                  const FilledTree& filled, StagedSnapshot& staged) {
+  PendingList list{request.staging_root, request.user, name, {}};
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (filled.pending[i]) list.files.push_back(PendingFile{files[i].path, filled.hashes[i], files[i].executable});
+  }
+  if (list.files.empty()) return;
+  std::string error = write_pending_list(request.adopt_dir, list);
+  if (error.empty()) {
+    staged.adoption_pending = true;
+  } else {
+    staged.notes.push_back(error + ": the new files stay out of the object store (the next stage copies them again)");
+  }
+}
+
 Result<StagedSnapshot, StageError> stage(
     const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
     const std::function<void(const SnapshotProgress&)>& progress) {
@@ -237,10 +254,14 @@ Result<StagedSnapshot, StageError> stage(
   TempDirGuard guard(user_fd->fd.get(), temp);
   const int tree_fd = tree->fd.get();
 
+  const bool defer_store = !request.adopt_dir.empty();
+  // What earlier stages left out of the store goes in first, so that this one
+  // links it rather than copying it again.
+  if (defer_store) adopt_pending(request.adopt_dir, AdoptBusy::wait, cancel);
   constexpr unsigned kDefaultThreads = 8;  // see SnapshotRequest::threads
   unsigned threads = request.threads != 0 ? request.threads : kDefaultThreads;
-  auto filled = fill_tree(
-      TreeInput{files, source_fd.get(), tree_fd, *store, known, cancel, progress, threads});
+  auto filled = fill_tree(TreeInput{files, source_fd.get(), tree_fd, *store, known, cancel, progress, threads,
+                                    defer_store});
   if (!filled) return unexpected(filled.error());
   if (int err = make_read_only(tree_fd, files); err != 0)
     return unexpected(write_error(temp, err));
@@ -270,6 +291,7 @@ Result<StagedSnapshot, StageError> stage(
   staged.bytes_reused = filled->bytes_reused;
   staged.files_read = filled->files_read;
   staged.notes = std::move(listing->source.notes);
+  if (defer_store) note_pending(request, name, files, *filled, staged);
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (!files[i].symlink) cache.put(files[i].path, files[i].stamp, filled->hashes[i]);
   }

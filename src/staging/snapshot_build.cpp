@@ -26,6 +26,7 @@ class TreeFill {
  public:
   explicit TreeFill(const TreeInput& input) : in_(input), bytes_total_(total_bytes(input.files)) {
     result_.hashes.resize(input.files.size());
+    result_.pending.resize(input.files.size());
   }
 
   Result<FilledTree, StageError> run() {
@@ -44,7 +45,7 @@ class TreeFill {
  private:
   void work(bool reports) {
     try {
-      FilePlacer placer(in_.source_fd, in_.tree_fd, in_.store);
+      FilePlacer placer(in_.source_fd, in_.tree_fd, in_.store, in_.defer_store);
       const std::size_t n = in_.files.size();
       for (std::size_t begin; (begin = next_.fetch_add(kRun)) < n;) {
         for (std::size_t i = begin; i < std::min(begin + kRun, n); ++i) {
@@ -53,6 +54,7 @@ class TreeFill {
           auto placed = placer.place(in_.files[i], in_.known[i]);
           if (!placed) return fail(std::move(placed.error()));
           result_.hashes[i] = placed->hash;
+          result_.pending[i] = placed->pending;
           files_done_.fetch_add(1, std::memory_order_relaxed);
           files_read_.fetch_add(placed->read ? 1 : 0, std::memory_order_relaxed);
           bytes_done_.fetch_add(placed->bytes, std::memory_order_relaxed);

@@ -24,10 +24,12 @@ struct TreeInput {
   const CancelToken& cancel;
   const std::function<void(const SnapshotProgress&)>& progress;
   unsigned threads = 1;
+  bool defer_store = false;  // see FilePlacer
 };
 
 struct FilledTree {
   std::vector<ContentHash> hashes;  // per file; zero for symlinks
+  std::vector<char> pending;        // per file: copied in, not yet in the store (defer_store)
   std::size_t files_read = 0;
   std::uint64_t bytes = 0;
   std::uint64_t bytes_reused = 0;

@@ -20,7 +20,7 @@ SH
 echo v1 >"$proj/data.txt"
 chown alice: "$proj/probe.sh" "$proj/data.txt"
 sha=$(as_user alice git -C "$proj" rev-parse --short=7 HEAD)
-run_dirs() { ls -d $FAKEPOD_NFS_EXPORT/logs/alice/proj/*/ 2>/dev/null | sort; }  # as root sees them: srv
+run_dirs() { ls -d $FAKEPOD_NFS_EXPORT/logs/alice/proj/*/ 2>/dev/null | sort || true; }  # as root sees them: srv; none before the first run
 # new_run_dir BEFORE: the run dir that is not in the list BEFORE (run ids made
 # in the same second sort by their random part, so "the last one" can lie).
 new_run_dir() { comm -13 <(echo "$1") <(run_dirs) | head -1; }
@@ -82,6 +82,10 @@ s3=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["staged_dir"])' 
 [[ $s1 != "$s3" ]] || fail "a changed tree reused the old snapshot"
 assert_eq "$(stat -c %i "$(srv "$s1")/train.py")" "$(stat -c %i "$(srv "$s3")/train.py")"
 (( $(stat -c %h "$(srv "$s3")/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
+# The changed data.txt joins the object store: during the stage on a local
+# disk, after the launch (a detached `tpurun _adopt`) on a network one.
+for _ in $(seq 300); do [[ $(stat -c %h "$(srv "$s3")/data.txt") == 2 ]] && break; sleep 0.1; done
+assert_eq "$(stat -c %h "$(srv "$s3")/data.txt")" 2 "links of data.txt (snapshot + object)"
 
 # SIGKILL of the client mid-run: every job still finishes and records its exit code.
 before=$(run_dirs)
