@@ -61,7 +61,7 @@ Result<Placed, StageError> FilePlacer::place(const SourceFile& file,
     auto placed = place_known(file, *known, dir_fd, name.c_str(), &missing);
     if (!missing) return placed;
   }
-  return copy_in(file, dir_fd, name.c_str());
+  return copy_in(file, dir_fd, name.c_str(), known.has_value());
 }
 
 // The content is known: link its object. *missing when the store lacks it.
@@ -96,33 +96,46 @@ int FilePlacer::open_source(const SourceFile& file) {
 }
 
 // One pass over the bytes: read, hash, write into the snapshot; then store.
-// (An empty file is not even opened: there is nothing to read.)
-Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_fd,
-                                               const char* name) {
+// (An empty file is not even opened: there is nothing to read.) With
+// defer_store, a file that fits in one read is hashed before anything is
+// written, and linked from the store when its content is there already
+// (a file read again, or the same bytes under another name): a lookup,
+// instead of a copy that could no longer be swapped for the object once the
+// snapshot is published.
+Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_fd, const char* name,
+                                               bool store_checked) {
   UniqueFd source(file.stamp.size == 0 ? -1 : open_source(file));
   if (!source && file.stamp.size != 0) return unexpected(read_error(file.path, errno));
-  UniqueFd target(
-      ::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
-  if (!target) return unexpected(write_error(file.path, errno));
+  UniqueFd target;
   hasher_.reset();
   std::uint64_t total = 0;
-  while (source) {
-    ssize_t n = ::read(source.get(), buffer_.get(), kBufferSize);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return unexpected(read_error(file.path, errno));
+  for (bool at_end = !source; ;) {
+    ssize_t n = 0;
+    if (!at_end) {
+      n = ::read(source.get(), buffer_.get(), kBufferSize);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return unexpected(read_error(file.path, errno));
+      hasher_.update(buffer_.get(), static_cast<size_t>(n));
+      total += static_cast<std::uint64_t>(n);
+      // A short read of a regular file means end of file: save the extra read.
+      at_end = n == 0 || (static_cast<size_t>(n) < kBufferSize && total >= file.stamp.size);
     }
-    if (n == 0) break;
-    hasher_.update(buffer_.get(), static_cast<size_t>(n));
+    if (!target) {
+      if (at_end && defer_store_ && !store_checked) {
+        const ContentHash hash = hasher_.digest();
+        if (store_.link_out(ObjectName(hash, file.executable), dir_fd, name) == 0)
+          return Placed{hash, bool(source), true, false, total};
+      }
+      target.reset(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
+      if (!target) return unexpected(write_error(file.path, errno));
+    }
     for (ssize_t done = 0; done < n;) {
       ssize_t w = ::write(target.get(), buffer_.get() + done, static_cast<size_t>(n - done));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) return unexpected(write_error(file.path, errno));
       done += w;
     }
-    total += static_cast<std::uint64_t>(n);
-    // A short read of a regular file means end of file: save the extra read.
-    if (static_cast<size_t>(n) < kBufferSize && total >= file.stamp.size) break;
+    if (at_end) break;
   }
   // The umask narrows the object's mode (open did that); only when it would
   // take the owner's own read (or exec) bit are those given back.

@@ -36,7 +36,9 @@ class FilePlacer {
  private:
   Result<Placed, StageError> place_known(const SourceFile& file, const ContentHash& hash,
                                          int dir_fd, const char* name, bool* missing);
-  Result<Placed, StageError> copy_in(const SourceFile& file, int dir_fd, const char* name);
+  // store_checked: the object was just looked for (place_known).
+  Result<Placed, StageError> copy_in(const SourceFile& file, int dir_fd, const char* name,
+                                     bool store_checked);
   int open_source(const SourceFile& file);
 
   DirCursor sources_;

@@ -84,8 +84,9 @@ assert_eq "$(stat -c %i "$(srv "$s1")/train.py")" "$(stat -c %i "$(srv "$s3")/tr
 (( $(stat -c %h "$(srv "$s3")/train.py") >= 3 )) || fail "expected >= 3 links (object + 2 snapshots)"
 # The changed data.txt joins the object store: during the stage on a local
 # disk, after the launch (a detached `tpurun _adopt`) on a network one.
-for _ in $(seq 300); do [[ $(stat -c %h "$(srv "$s3")/data.txt") == 2 ]] && break; sleep 0.1; done
-assert_eq "$(stat -c %h "$(srv "$s3")/data.txt")" 2 "links of data.txt (snapshot + object)"
+# (More links when an earlier test stored the same bytes.)
+for _ in $(seq 300); do (( $(stat -c %h "$(srv "$s3")/data.txt") >= 2 )) && break; sleep 0.1; done
+(( $(stat -c %h "$(srv "$s3")/data.txt") >= 2 )) || fail "data.txt never joined the object store (see adopt.log in alice's tpurun cache)"
 
 # SIGKILL of the client mid-run: every job still finishes and records its exit code.
 before=$(run_dirs)

@@ -103,6 +103,28 @@ TEST_F(AdoptionTest, TheNextStageFinishesWhatIsPendingAndLinksInsteadOfCopying) 
   EXPECT_EQ(report.stored, 1u);
 }
 
+TEST_F(AdoptionTest, ContentReadAgainIsLinkedFromTheStoreRatherThanCopied) {
+  // given: a stored snapshot, then a.py written again with the same bytes
+  // (its stamp changed, so it is read again) and b.py changed
+  write("a.py", "same bytes\n");
+  write("b.py", "version 1\n");
+  StagedSnapshot first = stage_deferred(adopt_dir());
+  adopt(adopt_dir());
+  write("a.py", "same bytes\n");
+  ::chmod((project_ + "/a.py").c_str(), 0644);  // a new ctime, for certain
+  write("b.py", "version 2\n");
+
+  // when
+  StagedSnapshot second = stage_deferred(adopt_dir());
+
+  // then: a.py was read, found in the store and linked; only b.py waits
+  EXPECT_EQ(second.files_read, 2u);
+  EXPECT_EQ(lstat_of(second.dir + "/a.py").st_ino, lstat_of(first.dir + "/a.py").st_ino);
+  AdoptReport report = adopt(adopt_dir());
+  EXPECT_EQ(report.stored, 1u);
+  EXPECT_EQ(report.kept, 0u);
+}
+
 TEST_F(AdoptionTest, AFileOfAPublishedSnapshotIsNeverReplacedWhenItsObjectExists) {
   // given: two snapshots of the same content, each deferred into its own list
   write("a.py", "same\n");
