@@ -257,7 +257,8 @@ Result<StagedSnapshot, StageError> stage(
   const bool defer_store = !request.adopt_dir.empty();
   // What earlier stages left out of the store goes in first, so that this one
   // links it rather than copying it again.
-  if (defer_store) adopt_pending(request.adopt_dir, AdoptBusy::wait, cancel);
+  AdoptReport earlier;
+  if (defer_store) earlier = adopt_pending(request.adopt_dir, AdoptBusy::wait, cancel);
   constexpr unsigned kDefaultThreads = 8;  // see SnapshotRequest::threads
   unsigned threads = request.threads != 0 ? request.threads : kDefaultThreads;
   auto filled = fill_tree(TreeInput{files, source_fd.get(), tree_fd, *store, known, cancel, progress, threads,
@@ -291,6 +292,7 @@ Result<StagedSnapshot, StageError> stage(
   staged.bytes_reused = filled->bytes_reused;
   staged.files_read = filled->files_read;
   staged.notes = std::move(listing->source.notes);
+  for (const std::string& error : earlier.errors) staged.notes.push_back("object store: " + error);
   if (defer_store) note_pending(request, name, files, *filled, staged);
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (!files[i].symlink) cache.put(files[i].path, files[i].stamp, filled->hashes[i]);

@@ -177,6 +177,22 @@ TEST_F(AdoptionTest, AnUnreadableListIsGivenUpWithItsNameAndRemoved) {
   EXPECT_FALSE(has_pending_adoptions(adopt_dir()));
 }
 
+TEST_F(AdoptionTest, TheNextStageSaysWhichListItGaveUp) {
+  // given
+  write("a.py", "a\n");
+  fs::create_directories(adopt_dir());
+  std::ofstream(adopt_dir() + "/240101000000-abcdef-nogit-code.list") << "not a list";
+
+  // when
+  StagedSnapshot s = stage_deferred(adopt_dir());
+
+  // then: staged all the same, with a note naming the list
+  EXPECT_EQ(read(s.dir + "/a.py"), "a\n");
+  ASSERT_FALSE(s.notes.empty());
+  EXPECT_THAT(s.notes[0], HasSubstr("object store: "));
+  EXPECT_THAT(s.notes[0], HasSubstr("240101000000-abcdef-nogit-code.list"));
+}
+
 TEST_F(AdoptionTest, AListNamingSomethingOtherThanASnapshotIsRefused) {
   // given: a list whose "snapshot" is some other directory of the user's
   fs::create_directories(staging_ + "/alice/notes");
