@@ -100,7 +100,6 @@ enum class AdoptBusy { skip, wait };
 // snapshot is gone is dropped. Files in published snapshots are never
 // replaced: content someone stored meanwhile stays a second copy.
 AdoptReport adopt_pending(const std::string& adopt_dir, AdoptBusy busy, const CancelToken& cancel);
-bool has_pending_adoptions(const std::string& adopt_dir);
 
 // A run that may still use a snapshot (see run_is_active in run_state.hpp).
 struct SnapshotUser {

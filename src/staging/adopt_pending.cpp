@@ -130,9 +130,7 @@ Outcome adopt_list(int dir_fd, const std::string& dir, const std::string& name, 
   };
   auto list = decode_pending_list(read_fd(fd.get()));
   if (!list) return give_up("not a pending list tpurun can read");
-  const bool plain_user = !list->user.empty() && list->user != "." && list->user != ".." &&
-                          list->user.find('/') == std::string::npos;
-  if (!plain_user || !is_snapshot_name(list->snapshot)) return give_up("it names no snapshot of a user");
+  if (!is_plain_name(list->user) || !is_snapshot_name(list->snapshot)) return give_up("it names no snapshot of a user");
   auto finished = [&] {
     ::unlinkat(dir_fd, name.c_str(), 0);
     ++report.lists;
@@ -171,11 +169,6 @@ AdoptReport adopt_pending(const std::string& adopt_dir, AdoptBusy busy, const Ca
     if (outcome == Outcome::interrupted) break;
   }
   return report;
-}
-
-bool has_pending_adoptions(const std::string& adopt_dir) {
-  UniqueFd dir_fd(open_dir_at(AT_FDCWD, adopt_dir.c_str()));
-  return dir_fd && !list_names(dir_fd.get()).empty();
 }
 
 }  // namespace tpurun

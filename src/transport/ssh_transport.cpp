@@ -50,9 +50,10 @@ TransportError connect_error(const Worker& w, ssh_session s, int timeout_s) {
 // libssh's list with ECDH on P-256 moved first. sshd (OpenSSH up to at least
 // 9.2, the TPU VMs' Ubuntu included) computes curve25519 with its portable
 // reference code, P-256 through OpenSSL: measured, P-256 costs a worker's sshd
-// about 6 ms less CPU per connection (32-worker exec on the simulator). Both are in OpenSSH's default KexAlgorithms; a worker
-// that allows only curve25519 still gets it, and a KexAlgorithms line in
-// ~/.ssh/config (or TPURUN_SSH_KEX) replaces the list.
+// about 6 ms less CPU per connection (32-worker exec on the simulator). Both
+// are in OpenSSH's default KexAlgorithms; a worker that allows only
+// curve25519 still gets it, and a KexAlgorithms line in ~/.ssh/config (or
+// TPURUN_SSH_KEX) replaces the list.
 constexpr const char* kKeyExchange =
     "ecdh-sha2-nistp256,curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp384,ecdh-sha2-nistp521,"
     "diffie-hellman-group18-sha512,diffie-hellman-group16-sha512,diffie-hellman-group14-sha256";
