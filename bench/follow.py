@@ -2,7 +2,7 @@
 """The cost of following an idle run (bench/follow.sh runs this; not a test).
 
 It makes a 256-worker run's log dir without starting any worker: run.json,
-state.json (verdict running, with a live stand-in supervisor whose heartbeat
+state.json (verdict running, with a live stand-in watcher whose heartbeat
 rewrites state.json every 5 s as the real one does) and 256 worker logs, under
 a private logs root with its own config. Then, for each tpurun binary given
 (label=path):
@@ -51,7 +51,7 @@ def cpu_seconds(pid):
 
 
 class FakeRun:
-    """A run's log dir on a private logs root, and a stand-in supervisor."""
+    """A run's log dir on a private logs root, and a stand-in watcher."""
 
     def __init__(self, workers, root):
         self.user = os.environ.get("USER") or "root"
@@ -77,9 +77,9 @@ class FakeRun:
         for i in range(workers):
             with open(os.path.join(self.dir, f"worker{i}.log"), "w") as f:
                 f.write(f"worker {i} started\n")
-        with open(os.path.join(self.dir, "supervisor.log"), "w") as f:
+        with open(os.path.join(self.dir, "watcher.log"), "w") as f:
             f.write("2026-11-23T00:00:00Z watching 256 workers\n")
-        # The stand-in supervisor: a live process on this host, as supervisor_alive() checks.
+        # The stand-in watcher: a live process on this host, as watcher_alive() checks.
         self.sleeper = subprocess.Popen(["sleep", "100000"])
         self.stop = threading.Event()
         self.beat()
@@ -92,7 +92,7 @@ class FakeRun:
                  "workers": [{"worker": i, "state": "running", "pid": 1000 + i, "exit_code": None,
                               "detail": ""} for i in range(self.workers)],
                  "first_failure": None, "stopped_others": False, "message": "",
-                 "supervisor": {"pid": self.sleeper.pid, "host": socket.gethostname(),
+                 "watcher": {"pid": self.sleeper.pid, "host": socket.gethostname(),
                                 "started": process_start(self.sleeper.pid), "heartbeat": now},
                  "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
         write_atomic(os.path.join(self.dir, "state.json"), json.dumps(state, indent=2))

@@ -101,7 +101,7 @@ dir=$(stage -- python3 train.py --forever)
 runs+=("$(basename "$dir")")
 wait_files "$dir" 'worker*.pid' "$WORKERS"
 sleep 5
-watcher=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor"]["pid"])' "$dir/state.json")
+watcher=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["watcher"]["pid"])' "$dir/state.json")
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 sshd_cpu() {  # the sum over workers of alice's sshd session processes' CPU ticks
   local total=0 i t

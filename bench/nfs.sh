@@ -137,7 +137,7 @@ fi
 wait_run() {
   local state=$export_dir${1#"$mnt"}/state.json pid=""
   for _ in $(seq 600); do
-    pid=$($PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["supervisor"]["pid"] if s["verdict"] != "running" else "")' \
+    pid=$($PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["watcher"]["pid"] if s["verdict"] != "running" else "")' \
       "$state" 2>/dev/null || true)
     [[ -n $pid ]] && break
     sleep 0.1

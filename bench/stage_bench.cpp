@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "tpurun/staging.hpp"
+#include "tpurun/staging/snapshot.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 5) {

@@ -26,6 +26,6 @@ version=$("$bin" --version | awk '{print $2; exit}')
   done
   printf '.SH FILES\n.TP\n.I ./tpurun.json, ~/.config/tpurun/config.json\nThe pods: their workers or gcloud names, the shared mount, SSH settings.\n'
   printf '.TP\n.I ~/.local/state/tpurun/audit.jsonl\nYour record of every process you killed with \\-\\-force.\n'
-  printf '.TP\n.I <logs_root>/<user>/<project>/<run>/\nA run'"'"'s record: run.json, workerN.log, state.json and the watcher'"'"'s supervisor.log.\n'
+  printf '.TP\n.I <logs_root>/<user>/<project>/<run>/\nA run'"'"'s record: run.json, workerN.log, state.json and the watcher'"'"'s watcher.log.\n'
   printf '.SH VERSION\n%s\n' "$("$bin" --version | sed 's/\\/\\e/g')"
 } >"$out"

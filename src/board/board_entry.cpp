@@ -1,11 +1,11 @@
 // The board's view of one pod: its state from its workers' verdicts and the
 // jobs that hold it, merged across workers.
-#include "board/board_entry.hpp"
+#include "tpurun/board/board_entry.hpp"
 
 #include <algorithm>
 
-#include "tpu/holders.hpp"
-#include "util/text.hpp"
+#include "tpurun/tpu/holders.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "tpurun/config.hpp"
-#include "tpurun/system.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/util/system.hpp"
 
 namespace tpurun {
 

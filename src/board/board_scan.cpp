@@ -1,6 +1,6 @@
 // BoardScanner: every pod's workers scanned at once, one thread per pod, each
 // with its own SSH settings and fan-out, so a slow pod holds back nobody.
-#include "board/board_scan.hpp"
+#include "tpurun/board/board_scan.hpp"
 
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "board/board_gcloud.hpp"
-#include "board/claim_check.hpp"
-#include "tpurun/kept_connections.hpp"
-#include "tpurun/tpu_node.hpp"
+#include "tpurun/board/claim_check.hpp"
+#include "tpurun/pod/tpu_node.hpp"
+#include "tpurun/transport/kept_connections.hpp"
 
 namespace tpurun {
 

@@ -1,14 +1,14 @@
-#include "board/claim_check.hpp"
+#include "tpurun/board/claim_check.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <pwd.h>
 #include <unistd.h>
 
-#include "tpurun/atomic_file.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/suggest.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/util/atomic_file.hpp"
+#include "tpurun/util/duration.hpp"
+#include "tpurun/util/suggest.hpp"
 
 namespace tpurun {
 

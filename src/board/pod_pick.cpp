@@ -1,4 +1,4 @@
-#include "board/pod_pick.hpp"
+#include "tpurun/board/pod_pick.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,11 +6,11 @@
 
 #include <thread>
 
-#include "board/board_entry.hpp"
-#include "board/claim_check.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/gather.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/board/board_entry.hpp"
+#include "tpurun/board/claim_check.hpp"
+#include "tpurun/fanout/gather.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 namespace {

@@ -6,8 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "runs/stage_run.hpp"
-#include "tpurun/staging.hpp"
+#include "tpurun/staging/adopt_pending.hpp"
 
 namespace tpurun::cli {
 

@@ -11,27 +11,27 @@
 
 #include "cli/adopt.hpp"
 #include "cli/claim.hpp"
-#include "tpurun/context.hpp"
 #include "cli/doctor.hpp"
 #include "cli/exec.hpp"
-#include "cli/init.hpp"
 #include "cli/gc.hpp"
 #include "cli/hostkeys.hpp"
+#include "cli/init.hpp"
 #include "cli/kill.hpp"
 #include "cli/logs.hpp"
 #include "cli/runs.hpp"
 #include "cli/stage.hpp"
 #include "cli/status.hpp"
-#include "cli/supervise.hpp"
 #include "cli/tensorboard.hpp"
 #include "cli/top.hpp"
-#include "tpurun/config.hpp"
-#include "tpurun/diagnostics.hpp"
-#include "tpurun/suggest.hpp"
-#include "tpurun/version.hpp"
-#include "tpurun/worker_select.hpp"
-#include "transport/real_transport.hpp"
-#include "ui/first_use.hpp"
+#include "cli/watcher.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/transport/context.hpp"
+#include "tpurun/transport/real_transport.hpp"
+#include "tpurun/ui/first_use.hpp"
+#include "tpurun/util/diagnostics.hpp"
+#include "tpurun/util/suggest.hpp"
+#include "tpurun/util/version.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   GcOptions gc;
   StatusOptions status;
   KillCommandOptions kill;
-  SuperviseOptions supervise;
+  WatcherOptions watcher;
   AdoptOptions adopt;
   HostKeysOptions hostkeys;
   ClaimOptions claim;
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
       {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
       {register_top(app, top), [&](Context& c) { return run_top(top, c); }},
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
-      {register_supervise(app, supervise), [&](Context& c) { return run_supervise(supervise, c); }},
+      {register_watcher(app, watcher), [&](Context& c) { return run_watcher(watcher, c); }},
       {register_adopt(app, adopt), [&](Context& c) { return run_adopt(adopt, c); }},
       {register_hostkeys(app, hostkeys), [&](Context& c) { return run_hostkeys(hostkeys, c); }},
       {register_claim(app, claim), [&](Context& c) { return run_claim(claim, c); }},

@@ -4,8 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "tpurun/context.hpp"
-#include "tpurun/pod.hpp"
+#include "tpurun/pod/pod.hpp"
+#include "tpurun/transport/context.hpp"
 
 namespace tpurun::cli {
 

@@ -7,10 +7,10 @@
 
 #include <set>
 
-#include "board/claim_check.hpp"
-#include "ui/report.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/board/claim_check.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun::cli {
 namespace {

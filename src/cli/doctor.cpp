@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "doctor/doctor.hpp"
-#include "tpurun/gather.hpp"
-#include "tpurun/printer.hpp"
-#include "tpurun/worker_select.hpp"
-#include "ui/report.hpp"
+#include "tpurun/doctor/doctor.hpp"
+#include "tpurun/fanout/gather.hpp"
+#include "tpurun/fanout/printer.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/ui/report.hpp"
 
 namespace tpurun::cli {
 namespace {

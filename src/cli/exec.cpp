@@ -7,16 +7,16 @@
 #include <optional>
 #include <sstream>
 
-#include "board/claim_check.hpp"
-#include "board/pod_pick.hpp"
-#include "ui/report.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/fanout.hpp"
-#include "tpurun/gather.hpp"
-#include "tpurun/live_output.hpp"
-#include "tpurun/printer.hpp"
-#include "tpurun/shell_quote.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/board/claim_check.hpp"
+#include "tpurun/board/pod_pick.hpp"
+#include "tpurun/fanout/fanout.hpp"
+#include "tpurun/fanout/gather.hpp"
+#include "tpurun/fanout/live_output.hpp"
+#include "tpurun/fanout/printer.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun::cli {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "tpurun/context.hpp"
 #include "cli/app.hpp"
+#include "tpurun/transport/context.hpp"
 
 namespace tpurun::cli {
 

@@ -5,13 +5,13 @@
 
 #include <filesystem>
 
-#include "util/identity.hpp"
-#include "ui/report.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/run_record.hpp"
-#include "tpurun/run_state.hpp"
-#include "tpurun/staging.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/staging/gc.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/util/duration.hpp"
+#include "tpurun/util/identity.hpp"
 
 namespace tpurun::cli {
 namespace {

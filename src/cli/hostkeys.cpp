@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "ui/report.hpp"
-#include "transport/known_hosts.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/transport/known_hosts.hpp"
+#include "tpurun/ui/report.hpp"
 
 namespace tpurun::cli {
 

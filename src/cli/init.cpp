@@ -6,9 +6,9 @@
 
 #include <filesystem>
 
-#include "pod/config_init.hpp"
-#include "tpurun/atomic_file.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/config_init.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/util/atomic_file.hpp"
 
 namespace tpurun::cli {
 namespace {

@@ -8,15 +8,15 @@
 #include <algorithm>
 #include <ctime>
 
-#include "runs/run_pod.hpp"
-#include "runs/run_stop.hpp"
-#include "tpu/kill_audit.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/printer.hpp"
-#include "tpurun/worker_select.hpp"
-#include "ui/kill_report.hpp"
-#include "ui/report.hpp"
-#include "util/identity.hpp"
+#include "tpurun/fanout/printer.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/record/recorded_pod.hpp"
+#include "tpurun/runs/watcher/watcher_control.hpp"
+#include "tpurun/tpu/kill_audit.hpp"
+#include "tpurun/ui/kill_report.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/util/duration.hpp"
+#include "tpurun/util/identity.hpp"
 
 namespace tpurun::cli {
 int parse_grace(const std::string& text) {
@@ -106,7 +106,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     };
   }
 
-  if (!o.dry_run) stop_run_watchers(target, o.run, local_user(ctx.env), printer);
+  if (!o.dry_run) stop_watchers(target, o.run, local_user(ctx.env), printer);
   auto transport = ctx.make_transport(target.pod);
   printer.progress(
       fmt::format("{} on {} workers...", o.dry_run ? "scanning" : "killing", target.workers.size()));

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "tpurun/context.hpp"
 #include "cli/app.hpp"
-#include "tpurun/tpu_kill.hpp"
+#include "tpurun/tpu/kill.hpp"
+#include "tpurun/transport/context.hpp"
 
 namespace tpurun::cli {
 

@@ -3,11 +3,11 @@
 
 #include <fmt/format.h>
 
-#include "util/identity.hpp"
-#include "runs/run_follow.hpp"
-#include "tpurun/follow.hpp"
-#include "tpurun/run_record.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/follow/follow.hpp"
+#include "tpurun/runs/follow/log_tail.hpp"
+#include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/util/identity.hpp"
 
 namespace tpurun::cli {
 
@@ -53,7 +53,7 @@ int run_logs(const LogsOptions& o, Context& ctx) {
     options.collapse = !o.raw;
     options.status_line = false;
     LiveOutput live(printer, workers, options);
-    LogFollower follower(dir, workers, live);
+    LogTail follower(dir, workers, live);
     follower.finish();
     return 0;
   }

@@ -6,13 +6,13 @@
 #include <ctime>
 #include <map>
 
-#include "util/identity.hpp"
-#include "ui/report.hpp"
-#include "ui/runs_view.hpp"
-#include "tpurun/follow.hpp"
-#include "tpurun/run_record.hpp"
-#include "tpurun/run_state.hpp"
-#include "tpurun/usage_error.hpp"
+#include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/runs/watcher/liveness.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/ui/runs_view.hpp"
+#include "tpurun/util/identity.hpp"
+#include "tpurun/util/usage_error.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -94,7 +94,7 @@ int run_runs(const RunsOptions& o, Context& ctx) {
     if (static_cast<int>(runs.size()) >= o.limit) break;
     try {
       RunView view{read_run_record(dir), {}, read_run_state(dir), false};
-      if (view.state && !is_final(view.state->verdict)) view.watched = supervisor_alive(*view.state, unix_now());
+      if (view.state && !is_final(view.state->verdict)) view.watched = watcher_alive(*view.state, unix_now());
       for (const Worker& w : view.record.workers) view.jobs.push_back(read_worker_job(dir, w.index));
       runs.push_back(std::move(view));
     } catch (const std::exception& e) {

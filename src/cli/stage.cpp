@@ -8,15 +8,15 @@
 #include <filesystem>
 #include <map>
 
-#include "runs/run_follow.hpp"
-#include "runs/stage_run.hpp"
-#include "runs/stage_slices.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/restart_codes.hpp"
-#include "tpurun/shell_quote.hpp"
-#include "tpurun/worker_select.hpp"
-#include "board/pod_pick.hpp"
-#include "ui/report.hpp"
+#include "tpurun/board/pod_pick.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/follow/follow.hpp"
+#include "tpurun/runs/stage/multislice_plan.hpp"
+#include "tpurun/runs/stage/stage.hpp"
+#include "tpurun/runs/watcher/restart_codes.hpp"
+#include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun::cli {
 namespace {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "tpurun/context.hpp"
-#include "runs/job_env.hpp"
 #include "cli/app.hpp"
+#include "tpurun/runs/stage/job_env.hpp"
+#include "tpurun/transport/context.hpp"
 
 namespace tpurun::cli {
 

@@ -7,16 +7,16 @@
 #include <map>
 #include <set>
 
-#include "board/board_scan.hpp"
-#include "tpu/holders.hpp"
-#include "tpurun/printer.hpp"
-#include "tpurun/tpu_node.hpp"
-#include "tpurun/worker_select.hpp"
-#include "ui/board_view.hpp"
-#include "ui/board_watch.hpp"
-#include "ui/report.hpp"
-#include "ui/status_table.hpp"
-#include "ui/tpu_view.hpp"
+#include "tpurun/board/board_scan.hpp"
+#include "tpurun/fanout/printer.hpp"
+#include "tpurun/pod/tpu_node.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/tpu/holders.hpp"
+#include "tpurun/ui/board_view.hpp"
+#include "tpurun/ui/board_watch.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/ui/status_table.hpp"
+#include "tpurun/ui/tpu_view.hpp"
 
 namespace tpurun::cli {
 namespace {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "tpurun/context.hpp"
 #include "cli/app.hpp"
-#include "tpurun/tpu_scan.hpp"
+#include "tpurun/tpu/scan.hpp"
+#include "tpurun/transport/context.hpp"
 
 namespace tpurun::cli {
 

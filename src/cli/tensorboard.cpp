@@ -7,13 +7,13 @@
 
 #include <set>
 
-#include "util/identity.hpp"
-#include "ui/report.hpp"
-#include "util/local_programs.hpp"
-#include "tpurun/run_record.hpp"
-#include "tpurun/shell_quote.hpp"
-#include "tpurun/tensorboard_spec.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/runs/record/tensorboard_spec.hpp"
+#include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/util/identity.hpp"
+#include "tpurun/util/local_programs.hpp"
 
 namespace tpurun::cli {
 namespace {

@@ -3,13 +3,13 @@
 
 #include <fmt/format.h>
 
-#include "tpu/top_look.hpp"
-#include "tpurun/kept_connections.hpp"
-#include "tpurun/printer.hpp"
-#include "tpurun/worker_select.hpp"
-#include "ui/report.hpp"
-#include "ui/top_view.hpp"
-#include "ui/top_watch.hpp"
+#include "tpurun/fanout/printer.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/tpu/top_look.hpp"
+#include "tpurun/transport/kept_connections.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/ui/top_view.hpp"
+#include "tpurun/ui/top_watch.hpp"
 
 namespace tpurun::cli {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cli/app.hpp"
-#include "tpurun/context.hpp"
+#include "tpurun/transport/context.hpp"
 
 namespace tpurun::cli {
 

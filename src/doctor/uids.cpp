@@ -1,10 +1,10 @@
-#include "doctor/uids.hpp"
+#include "tpurun/doctor/uids.hpp"
 
 #include <fmt/format.h>
 
 #include <map>
 
-#include "tpurun/gather.hpp"
+#include "tpurun/fanout/gather.hpp"
 
 namespace tpurun {
 

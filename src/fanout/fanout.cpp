@@ -1,4 +1,4 @@
-#include "tpurun/fanout.hpp"
+#include "tpurun/fanout/fanout.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,10 +1,10 @@
-#include "tpurun/follow_status.hpp"
+#include "tpurun/fanout/follow_status.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "tpurun/duration.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,4 +1,4 @@
-#include "tpurun/gather.hpp"
+#include "tpurun/fanout/gather.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "tpurun/line_splitter.hpp"
+#include "tpurun/fanout/line_splitter.hpp"
 
 namespace tpurun {
 namespace {

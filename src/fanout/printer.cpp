@@ -1,4 +1,4 @@
-#include "tpurun/printer.hpp"
+#include "tpurun/fanout/printer.hpp"
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>

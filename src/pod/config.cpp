@@ -1,6 +1,6 @@
 // parse_config: the schema of tpurun.json (see docs/config.md), checked key by
 // key so that every mistake is reported at its own file:line.
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "config_slices.hpp"
 #include "config_values.hpp"
 #include "jsonc.hpp"
-#include "tpurun/suggest.hpp"
+#include "tpurun/util/suggest.hpp"
 
 namespace tpurun {
 

@@ -1,4 +1,4 @@
-#include "pod/config_init.hpp"
+#include "tpurun/pod/config_init.hpp"
 
 #include <fmt/format.h>
 

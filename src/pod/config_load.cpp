@@ -11,11 +11,11 @@
 #include <sstream>
 
 #include "config_values.hpp"
-#include "tpurun/config.hpp"
-#include "tpurun/multislice.hpp"
-#include "tpurun/suggest.hpp"
-#include "tpurun/tpu_node.hpp"
-#include "pod/describe_cache.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/pod/describe_cache.hpp"
+#include "tpurun/pod/slices.hpp"
+#include "tpurun/pod/tpu_node.hpp"
+#include "tpurun/util/suggest.hpp"
 
 namespace tpurun {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "tpurun/config.hpp"
-#include "tpurun/suggest.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/util/suggest.hpp"
 
 namespace tpurun {
 

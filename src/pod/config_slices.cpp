@@ -1,7 +1,7 @@
 #include "config_slices.hpp"
 
-#include "tpurun/multislice.hpp"
-#include "tpurun/suggest.hpp"
+#include "tpurun/pod/slices.hpp"
+#include "tpurun/util/suggest.hpp"
 
 namespace tpurun {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config_node.hpp"
-#include "tpurun/pod.hpp"
+#include "tpurun/pod/pod.hpp"
 
 namespace tpurun {
 

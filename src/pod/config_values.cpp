@@ -5,8 +5,8 @@
 #include <charconv>
 #include <cmath>
 
-#include "tpurun/config.hpp"
-#include "tpurun/parse_double.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/util/parse_double.hpp"
 
 namespace tpurun {
 

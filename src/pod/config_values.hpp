@@ -3,9 +3,9 @@
 #include <string>
 #include <string_view>
 
-#include "tpurun/pod.hpp"
-#include "tpurun/result.hpp"
-#include "tpurun/system.hpp"
+#include "tpurun/pod/pod.hpp"
+#include "tpurun/util/result.hpp"
+#include "tpurun/util/system.hpp"
 
 namespace tpurun {
 

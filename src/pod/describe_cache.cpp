@@ -1,4 +1,4 @@
-#include "pod/describe_cache.hpp"
+#include "tpurun/pod/describe_cache.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "tpurun/atomic_file.hpp"
-#include "util/identity.hpp"
+#include "tpurun/util/atomic_file.hpp"
+#include "tpurun/util/identity.hpp"
 
 namespace tpurun {
 namespace {

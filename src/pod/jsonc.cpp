@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "jsonc_text.hpp"
-#include "tpurun/config.hpp"
-#include "tpurun/parse_double.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/util/parse_double.hpp"
 
 namespace tpurun::jsonc {
 

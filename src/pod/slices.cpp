@@ -6,8 +6,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "tpurun/multislice.hpp"
-#include "tpurun/suggest.hpp"
+#include "tpurun/pod/slices.hpp"
+#include "tpurun/util/suggest.hpp"
 
 namespace tpurun {
 namespace {

@@ -2,7 +2,7 @@
 // generated_clients/apis/tpu/v2/tpu_v2_messages.py), and each flag is the
 // one that `gcloud compute tpus tpu-vm create` maps onto that field
 // (command_lib/compute/tpus/tpu_vm/flags.yaml: api_field).
-#include "tpurun/tpu_recreate.hpp"
+#include "tpurun/pod/tpu_recreate.hpp"
 
 #include <fmt/format.h>
 

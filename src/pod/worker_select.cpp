@@ -1,4 +1,4 @@
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/worker_select.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,12 +1,14 @@
-#include "tpurun/launch.hpp"
+#include "tpurun/runs/launch.hpp"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <sstream>
 
-#include "tpurun/run_state.hpp"
-#include "tpurun/shell_quote.hpp"
+#include "runs/record/log_dir_layout.hpp"
+#include "tpurun/fanout/fanout.hpp"
+#include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/transport/shell_quote.hpp"
 
 namespace tpurun {
 namespace {
@@ -184,6 +186,28 @@ std::optional<int> parse_launched_pid(const std::string& out) {
     if (std::sscanf(line.c_str(), "TPURUN-LAUNCHED %d", &pid) == 1 && pid > 0) return pid;
   }
   return std::nullopt;
+}
+
+LaunchResult launch_on_workers(const LaunchSpec& spec, const std::vector<Worker>& workers, Transport& transport,
+                               int fanout, const CancelToken& cancel) {
+  FanoutPlan plan;
+  plan.workers = workers;
+  plan.fanout = fanout;
+  plan.capture = true;
+  plan.command_for = [&spec](const Worker& w) { return launch_command(spec, w); };
+  LaunchResult result;
+  result.outcomes = run_on_workers(plan, transport, {}, cancel);
+  for (WorkerOutcome& launch : result.outcomes) {
+    auto pid = launch.ok() ? parse_launched_pid(launch.out) : std::nullopt;
+    if (pid) {
+      result.pids[launch.worker.index] = *pid;
+    } else if (launch.exit()) {  // the launcher ran but failed: its stderr says why
+      std::string why = launch.err.empty() ? "the launcher failed" : launch.err;
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      launch.result = TransportError{ErrorKind::channel, "launch failed: " + why};
+    }
+  }
+  return result;
 }
 
 }  // namespace tpurun

@@ -16,8 +16,9 @@
 #include "staging/dir_cursor.hpp"
 #include "staging/object_store.hpp"
 #include "staging/snapshot_name.hpp"
-#include "tpurun/safe_dir.hpp"
-#include "tpurun/staging.hpp"
+#include "tpurun/staging/adopt_pending.hpp"
+#include "tpurun/util/identity.hpp"
+#include "tpurun/util/safe_dir.hpp"
 
 namespace tpurun {
 namespace {
@@ -170,5 +171,7 @@ AdoptReport adopt_pending(const std::string& adopt_dir, AdoptBusy busy, const Ca
   }
   return report;
 }
+
+std::string pending_adoptions_dir(const Environment& env) { return cache_dir(env) + "/adopt"; }
 
 }  // namespace tpurun

@@ -7,10 +7,10 @@
 
 #include "staging/ignore_rules.hpp"
 #include "staging/source_file.hpp"
-#include "tpurun/cancel.hpp"
-#include "tpurun/result.hpp"
-#include "tpurun/staging.hpp"
-#include "tpurun/system.hpp"
+#include "tpurun/staging/snapshot.hpp"
+#include "tpurun/util/cancel.hpp"
+#include "tpurun/util/result.hpp"
+#include "tpurun/util/system.hpp"
 
 namespace tpurun::staging {
 

@@ -12,8 +12,8 @@
 #include "staging/dir_cursor.hpp"
 #include "staging/object_store.hpp"
 #include "staging/source_file.hpp"
-#include "tpurun/result.hpp"
-#include "tpurun/staging.hpp"
+#include "tpurun/staging/snapshot.hpp"
+#include "tpurun/util/result.hpp"
 
 namespace tpurun::staging {
 

@@ -1,5 +1,5 @@
 #pragma once
-#include "tpurun/duration.hpp"  // human_size
+#include "tpurun/util/duration.hpp"  // human_size
 // Small POSIX helpers shared by the staging code: owned file descriptors,
 // errno text, human sizes, and removing a tree without following symlinks.
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tpurun/unique_fd.hpp"
+#include "tpurun/util/unique_fd.hpp"
 
 namespace tpurun::staging {
 

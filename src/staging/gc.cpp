@@ -11,8 +11,8 @@
 
 #include "staging/fs_util.hpp"
 #include "staging/snapshot_name.hpp"
-#include "tpurun/safe_dir.hpp"
-#include "tpurun/staging.hpp"
+#include "tpurun/staging/gc.hpp"
+#include "tpurun/util/safe_dir.hpp"
 
 namespace tpurun {
 namespace {

@@ -2,9 +2,9 @@
 // What git says about the project: HEAD, branch, uncommitted changes.
 #include <string>
 
-#include "tpurun/result.hpp"
-#include "tpurun/staging.hpp"
-#include "tpurun/system.hpp"
+#include "tpurun/staging/snapshot.hpp"
+#include "tpurun/util/result.hpp"
+#include "tpurun/util/system.hpp"
 
 namespace tpurun::staging {
 

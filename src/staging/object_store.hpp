@@ -14,8 +14,8 @@
 
 #include "staging/content_hash.hpp"
 #include "staging/fs_util.hpp"
-#include "tpurun/result.hpp"
-#include "tpurun/safe_dir.hpp"
+#include "tpurun/util/result.hpp"
+#include "tpurun/util/safe_dir.hpp"
 
 namespace tpurun::staging {
 

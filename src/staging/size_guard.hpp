@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "staging/source_file.hpp"
-#include "tpurun/staging.hpp"
+#include "tpurun/staging/snapshot.hpp"
 
 namespace tpurun::staging {
 

@@ -22,8 +22,9 @@
 #include "staging/snapshot_build.hpp"
 #include "staging/snapshot_name.hpp"
 #include "staging/stat_cache.hpp"
-#include "tpurun/safe_dir.hpp"
-#include "tpurun/staging.hpp"
+#include "tpurun/staging/adopt_pending.hpp"
+#include "tpurun/staging/snapshot.hpp"
+#include "tpurun/util/safe_dir.hpp"
 
 namespace tpurun {
 namespace {

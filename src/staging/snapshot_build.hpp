@@ -9,9 +9,9 @@
 #include "staging/content_hash.hpp"
 #include "staging/object_store.hpp"
 #include "staging/source_file.hpp"
-#include "tpurun/cancel.hpp"
-#include "tpurun/result.hpp"
-#include "tpurun/staging.hpp"
+#include "tpurun/staging/snapshot.hpp"
+#include "tpurun/util/cancel.hpp"
+#include "tpurun/util/result.hpp"
 
 namespace tpurun::staging {
 

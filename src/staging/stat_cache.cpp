@@ -13,7 +13,7 @@
 #include <xxhash.h>
 
 #include "staging/fs_util.hpp"
-#include "tpurun/atomic_file.hpp"
+#include "tpurun/util/atomic_file.hpp"
 
 namespace tpurun::staging {
 namespace {

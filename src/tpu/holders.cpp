@@ -1,6 +1,6 @@
 // Who keeps a worker's TPU busy, grouped into jobs, and the exit code of a
 // look at the TPUs.
-#include "tpu/holders.hpp"
+#include "tpurun/tpu/holders.hpp"
 
 #include <algorithm>
 #include <map>

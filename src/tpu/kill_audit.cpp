@@ -1,4 +1,4 @@
-#include "tpu/kill_audit.hpp"
+#include "tpurun/tpu/kill_audit.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -9,8 +9,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "tpurun/duration.hpp"
-#include "tpurun/system.hpp"
+#include "tpurun/util/duration.hpp"
+#include "tpurun/util/system.hpp"
 
 namespace tpurun {
 namespace {

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "tpurun/tpu_kill.hpp"
+#include "tpurun/tpu/kill.hpp"
 
 namespace tpurun {
 namespace {

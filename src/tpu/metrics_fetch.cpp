@@ -1,7 +1,7 @@
 // fetch_tpu_metrics: one worker, one stream, one HTTP/2 round trip.
 #include <fmt/format.h>
 
-#include "tpurun/tpu_metrics.hpp"
+#include "tpurun/tpu/metrics.hpp"
 
 namespace tpurun {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "tpu/protobuf_wire.hpp"
-#include "tpurun/tpu_metrics.hpp"
+#include "tpurun/tpu/metrics.hpp"
 
 namespace tpurun {
 namespace {

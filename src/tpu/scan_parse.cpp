@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "tpurun/tpu_scan.hpp"
+#include "tpurun/tpu/scan.hpp"
 
 namespace tpurun {
 namespace {

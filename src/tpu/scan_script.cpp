@@ -3,8 +3,8 @@
 // and to run on a stock image, so it is plain sh plus coreutils, procps,
 // perl-base (Essential) or else findutils.
 #include "tpu/scripts.hpp"
-#include "tpurun/shell_quote.hpp"
-#include "tpurun/tpu_scan.hpp"
+#include "tpurun/tpu/scan.hpp"
+#include "tpurun/transport/shell_quote.hpp"
 
 namespace tpurun::tpu {
 

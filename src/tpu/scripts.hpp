@@ -2,7 +2,7 @@
 // The remote halves of the TPU commands: POSIX sh scripts for a stock TPU VM
 // image (sh, coreutils, findutils, procps, grep, sed; perl-base for the scan's
 // fd walk where present). Each is sent on stdin and answers with a small line
-// protocol: TPURUN-SCAN (parsed in scan_parse.cpp), TPURUN-KILL (kill_run.cpp)
+// protocol: TPURUN-SCAN (parsed in scan_parse.cpp), TPURUN-KILL (kill_workers.cpp)
 // and TPURUN-CLEAN (stale_lock.cpp).
 #include <string>
 #include <vector>

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "tpu/scripts.hpp"
-#include "tpurun/tpu_kill.hpp"
+#include "tpurun/tpu/kill.hpp"
 
 namespace tpurun {
 

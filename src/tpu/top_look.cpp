@@ -1,10 +1,10 @@
 // look_at_workers: the scan and the metrics on one connection per worker, so
 // a refresh costs each worker one SSH handshake (none with kept connections).
-#include "tpu/top_look.hpp"
+#include "tpurun/tpu/top_look.hpp"
 
 #include <mutex>
 
-#include "tpurun/fanout.hpp"
+#include "tpurun/fanout/fanout.hpp"
 
 namespace tpurun {
 

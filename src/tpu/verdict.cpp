@@ -2,7 +2,7 @@
 // signal of use; the lockfile only tells who held it last. Without root,
 // other users' open files are invisible, so an unprivileged scan can prove
 // "busy" but never "free".
-#include "tpurun/tpu_scan.hpp"
+#include "tpurun/tpu/scan.hpp"
 
 namespace tpurun {
 

@@ -1,4 +1,4 @@
-#include "tpurun/transport.hpp"
+#include "tpurun/transport/transport.hpp"
 
 namespace tpurun {
 

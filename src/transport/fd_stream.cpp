@@ -1,4 +1,4 @@
-#include "tpurun/fd_stream.hpp"
+#include "transport/fd_stream.hpp"
 
 #include <netdb.h>
 #include <poll.h>

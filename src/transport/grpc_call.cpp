@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <optional>
 
-#include "tpurun/grpc_call.hpp"
+#include "tpurun/transport/grpc_call.hpp"
 
 // nghttp2 1.61 deprecated the ssize_t API in favour of *2 functions that older
 // releases (Debian 11's 1.43, Ubuntu 20.04's 1.40) lack; the old API stays.

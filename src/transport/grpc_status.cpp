@@ -4,7 +4,7 @@
 #include <charconv>
 #include <fmt/format.h>
 
-#include "tpurun/grpc_call.hpp"
+#include "tpurun/transport/grpc_call.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,5 +1,5 @@
 // KeptConnections: a connection per worker, kept open between uses.
-#include "tpurun/kept_connections.hpp"
+#include "tpurun/transport/kept_connections.hpp"
 
 namespace tpurun {
 namespace {

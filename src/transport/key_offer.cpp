@@ -1,4 +1,4 @@
-#include "transport/key_offer.hpp"
+#include "tpurun/transport/key_offer.hpp"
 
 namespace tpurun {
 

@@ -1,4 +1,4 @@
-#include "transport/known_hosts.hpp"
+#include "tpurun/transport/known_hosts.hpp"
 
 #include <libssh/libssh.h>
 

@@ -1,4 +1,4 @@
-#include "tpurun/local_transport.hpp"
+#include "transport/local_transport.hpp"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "tpurun/duration.hpp"
-#include "tpurun/fd_stream.hpp"
-#include "tpurun/subprocess.hpp"
+#include "tpurun/util/duration.hpp"
+#include "tpurun/util/subprocess.hpp"
+#include "transport/fd_stream.hpp"
 
 namespace tpurun {
 namespace {

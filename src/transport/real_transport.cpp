@@ -1,11 +1,11 @@
-#include "transport/real_transport.hpp"
+#include "tpurun/transport/real_transport.hpp"
 
 #include <cstdlib>
 
-#include "tpurun/local_transport.hpp"
-#include "tpurun/ssh_transport.hpp"
-#include "pod/describe_cache.hpp"
+#include "tpurun/pod/describe_cache.hpp"
+#include "transport/local_transport.hpp"
 #include "transport/redescribe.hpp"
+#include "transport/ssh_transport.hpp"
 
 namespace tpurun {
 

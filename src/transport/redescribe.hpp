@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tpurun/transport.hpp"
+#include "tpurun/transport/transport.hpp"
 
 namespace tpurun {
 

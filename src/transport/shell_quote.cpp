@@ -1,4 +1,4 @@
-#include "tpurun/shell_quote.hpp"
+#include "tpurun/transport/shell_quote.hpp"
 
 namespace tpurun {
 

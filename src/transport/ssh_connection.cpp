@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
-#include "tpurun/duration.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 #include <libssh/libssh.h>
 
-#include "tpurun/transport.hpp"
+#include "tpurun/transport/transport.hpp"
 
 namespace tpurun {
 

@@ -1,4 +1,4 @@
-#include "tpurun/ssh_transport.hpp"
+#include "transport/ssh_transport.hpp"
 
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <mutex>
 
-#include "transport/known_hosts.hpp"
+#include "tpurun/transport/known_hosts.hpp"
 #include "transport/rsa_crt_key.hpp"
 #include "transport/ssh_connection.hpp"
 

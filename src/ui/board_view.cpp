@@ -1,15 +1,15 @@
 // How the board shows a pod: its line in `status --all` and its JSON record.
-#include "ui/board_view.hpp"
+#include "tpurun/ui/board_view.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 
-#include "board/claim_check.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/gather.hpp"
-#include "ui/tpu_view.hpp"
+#include "tpurun/board/claim_check.hpp"
+#include "tpurun/fanout/gather.hpp"
+#include "tpurun/ui/tpu_view.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 namespace {

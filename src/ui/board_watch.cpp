@@ -1,6 +1,6 @@
 // status --all --watch: one BoardScanner (kept connections), scanned every
 // INTERVAL, start to start; a refresh that takes longer is followed at once.
-#include "ui/board_watch.hpp"
+#include "tpurun/ui/board_watch.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -12,11 +12,11 @@
 #include <set>
 #include <thread>
 
-#include "board/board_scan.hpp"
-#include "ui/board_view.hpp"
+#include "tpurun/board/board_scan.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/ui/board_view.hpp"
+#include "tpurun/util/duration.hpp"
 #include "ui/watch_terminal.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/worker_select.hpp"
 
 namespace tpurun {
 namespace {

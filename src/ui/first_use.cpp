@@ -1,4 +1,4 @@
-#include "ui/first_use.hpp"
+#include "tpurun/ui/first_use.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "tpurun/config.hpp"
-#include "tpurun/subprocess.hpp"
-#include "transport/key_offer.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/transport/key_offer.hpp"
+#include "tpurun/util/subprocess.hpp"
 
 namespace tpurun {
 namespace {

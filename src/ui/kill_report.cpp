@@ -1,13 +1,13 @@
-#include "ui/kill_report.hpp"
+#include "tpurun/ui/kill_report.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "tpurun/duration.hpp"
-#include "ui/report.hpp"
-#include "ui/status_table.hpp"
-#include "ui/tpu_view.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/ui/status_table.hpp"
+#include "tpurun/ui/tpu_view.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 namespace {

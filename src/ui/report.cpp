@@ -1,4 +1,4 @@
-#include "ui/report.hpp"
+#include "tpurun/ui/report.hpp"
 
 #include <cmath>
 #include <fmt/format.h>

@@ -1,13 +1,13 @@
-#include "ui/runs_view.hpp"
+#include "tpurun/ui/runs_view.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <map>
 
-#include "runs/preemption_json.hpp"
-#include "tpurun/duration.hpp"
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/record/preemption_json.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,6 +1,6 @@
 // The status table: identical rows grouped by worker set, then every other
 // user's job, then notes with fixes.
-#include "ui/status_table.hpp"
+#include "tpurun/ui/status_table.hpp"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 #include <map>
 #include <set>
 
-#include "tpu/holders.hpp"
-#include "tpurun/gather.hpp"
-#include "ui/tpu_view.hpp"
+#include "tpurun/fanout/gather.hpp"
+#include "tpurun/tpu/holders.hpp"
+#include "tpurun/ui/tpu_view.hpp"
 
 namespace tpurun {
 namespace {

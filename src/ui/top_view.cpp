@@ -1,13 +1,13 @@
-#include "ui/top_view.hpp"
+#include "tpurun/ui/top_view.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "tpu/holders.hpp"
-#include "ui/report.hpp"
-#include "ui/tpu_view.hpp"
-#include "util/text.hpp"
+#include "tpurun/tpu/holders.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/ui/tpu_view.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,6 +1,6 @@
 // top --watch: a look every INTERVAL, start to start; a look that takes
 // longer is followed at once. The caller's look keeps its connections.
-#include "ui/top_watch.hpp"
+#include "tpurun/ui/top_watch.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -9,11 +9,11 @@
 #include <exception>
 #include <thread>
 
-#include "tpurun/claims.hpp"
-#include "tpurun/duration.hpp"
-#include "ui/board_watch.hpp"
-#include "ui/report.hpp"
-#include "ui/top_view.hpp"
+#include "tpurun/board/claims.hpp"
+#include "tpurun/ui/board_watch.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/ui/top_view.hpp"
+#include "tpurun/util/duration.hpp"
 #include "ui/watch_terminal.hpp"
 
 namespace tpurun {

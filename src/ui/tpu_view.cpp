@@ -1,12 +1,12 @@
-#include "ui/tpu_view.hpp"
+#include "tpurun/ui/tpu_view.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 
-#include "ui/report.hpp"
-#include "tpurun/duration.hpp"
+#include "tpurun/ui/report.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 

@@ -1,4 +1,4 @@
-#include "tpurun/atomic_file.hpp"
+#include "tpurun/util/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "tpurun/unique_fd.hpp"
+#include "tpurun/util/unique_fd.hpp"
 #include "util/atomic_file_io.hpp"
 
 namespace tpurun {

@@ -1,4 +1,4 @@
-#include "tpurun/daemon.hpp"
+#include "tpurun/util/daemon.hpp"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
-#include "tpurun/inherited_fds.hpp"
+#include "util/inherited_fds.hpp"
 
 namespace tpurun {
 

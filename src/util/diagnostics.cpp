@@ -1,4 +1,4 @@
-#include "tpurun/diagnostics.hpp"
+#include "tpurun/util/diagnostics.hpp"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>

@@ -1,11 +1,11 @@
-#include "tpurun/duration.hpp"
+#include "tpurun/util/duration.hpp"
 
 #include <fmt/format.h>
 
 #include <cctype>
 #include <ctime>
 
-#include "tpurun/usage_error.hpp"
+#include "tpurun/util/usage_error.hpp"
 
 namespace tpurun {
 

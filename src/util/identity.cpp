@@ -1,4 +1,4 @@
-#include "util/identity.hpp"
+#include "tpurun/util/identity.hpp"
 
 #include <pwd.h>
 #include <unistd.h>

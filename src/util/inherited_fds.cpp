@@ -1,4 +1,4 @@
-#include "tpurun/inherited_fds.hpp"
+#include "util/inherited_fds.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

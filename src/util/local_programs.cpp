@@ -1,4 +1,4 @@
-#include "util/local_programs.hpp"
+#include "tpurun/util/local_programs.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <sstream>
 
-#include "tpurun/unique_fd.hpp"
+#include "tpurun/util/unique_fd.hpp"
 
 namespace tpurun {
 

@@ -1,4 +1,4 @@
-#include "tpurun/parse_double.hpp"
+#include "tpurun/util/parse_double.hpp"
 
 #include <charconv>
 #include <system_error>

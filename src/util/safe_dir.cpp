@@ -1,7 +1,7 @@
 // open_shared_root / open_own_dir: every step an lstat, then an
 // openat(O_NOFOLLOW) relative to the verified directory above, then an fstat
 // of what was opened that must be the same inode with the same checks passed.
-#include "tpurun/safe_dir.hpp"
+#include "tpurun/util/safe_dir.hpp"
 
 #include <fcntl.h>
 #include <limits.h>

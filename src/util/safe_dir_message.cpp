@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "tpurun/safe_dir.hpp"
+#include "tpurun/util/safe_dir.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,4 +1,4 @@
-#include "tpurun/signal_name.hpp"
+#include "tpurun/util/signal_name.hpp"
 
 #include <signal.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "tpurun/subprocess.hpp"
+#include "tpurun/util/subprocess.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,8 +13,8 @@
 #include <cstring>
 #include <string_view>
 
-#include "tpurun/inherited_fds.hpp"
-#include "tpurun/signal_name.hpp"
+#include "tpurun/util/signal_name.hpp"
+#include "util/inherited_fds.hpp"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "tpurun/suggest.hpp"
+#include "tpurun/util/suggest.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,10 +1,10 @@
-#include "tpurun/system.hpp"
+#include "tpurun/util/system.hpp"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
 
-#include "tpurun/subprocess.hpp"
+#include "tpurun/util/subprocess.hpp"
 
 namespace tpurun {
 

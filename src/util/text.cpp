@@ -1,5 +1,5 @@
 // Text cut to fit a column, and commands shortened for summaries.
-#include "util/text.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun {
 

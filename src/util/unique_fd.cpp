@@ -1,4 +1,4 @@
-#include "tpurun/unique_fd.hpp"
+#include "tpurun/util/unique_fd.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "tpurun/version.hpp"
+#include "tpurun/util/version.hpp"
 
 #include <fmt/format.h>
 

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tpurun/ssh_transport.hpp"
-#include "tpurun/tpu_metrics.hpp"
+#include "tpurun/tpu/metrics.hpp"
+#include "transport/ssh_transport.hpp"
 
 using namespace tpurun;
 

@@ -136,10 +136,10 @@ run=$(grep -o 'tpurun logs [^ ]* -f' <<<"$ERR" | awk '{print $3}')
 [[ -n $run ]] || fail "no run id in: $ERR"
 fakepod stop cloud --zone $ZONE >/dev/null
 for _ in $(seq 150); do
-  grep -q "STOPPED" "$FAKEPOD_NFS/logs/alice/cloudproj/$run/supervisor.log" 2>/dev/null && break
+  grep -q "STOPPED" "$FAKEPOD_NFS/logs/alice/cloudproj/$run/watcher.log" 2>/dev/null && break
   sleep 0.2
 done
-assert_contains "$(cat "$FAKEPOD_NFS/logs/alice/cloudproj/$run/supervisor.log")" "TPU VM cloud is STOPPED"
+assert_contains "$(cat "$FAKEPOD_NFS/logs/alice/cloudproj/$run/watcher.log")" "TPU VM cloud is STOPPED"
 fakepod start cloud --zone $ZONE --new-ips >/dev/null
 expect_exit 0 t alice logs "$run" -f
 assert_contains "$OUT" "attempt 2 on"

@@ -34,7 +34,7 @@ assert_contains "$ERR" "first failure: w5 $(worker_ip 5) exited 4"
 run=$(AS_USER_ENV="XDG_CACHE_HOME=/proc/no-cache-here" stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 3 5)")
 wait_verdict alice "$run" failed
 assert_eq "$(run_field alice "$run" 'r["first_failure"]["exit_code"]')" "5"
-assert_contains "$(as_user alice cat "$FAKEPOD_NFS/logs/alice/proj/$run/supervisor.log")" "watching without it"
+assert_contains "$(as_user alice cat "$FAKEPOD_NFS/logs/alice/proj/$run/watcher.log")" "watching without it"
 no_job_left alice "$run"
 
 # --on-failure continue: the others finish on their own; nobody is stopped.

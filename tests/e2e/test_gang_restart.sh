@@ -42,7 +42,7 @@ done
 start_trainer_on 6 bob >/dev/null
 # The watcher's notes as alice sees them on the dev VM, where the watcher
 # writes them (on NFS another client sees them once they are flushed).
-notes() { as_user alice cat "$FAKEPOD_NFS/logs/alice/proj/$run/supervisor.log" 2>/dev/null || true; }
+notes() { as_user alice cat "$FAKEPOD_NFS/logs/alice/proj/$run/watcher.log" 2>/dev/null || true; }
 for _ in $(seq 300); do
   grep -q 'waiting for' <<<"$(notes)" && break
   sleep 0.2
@@ -60,7 +60,7 @@ assert_eq "$(run_field alice "$run" 'r["attempt"]')" "2"
 run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 4 5 | sed 's/sleep 1/sleep 6/')")
 for _ in $(seq 50); do
   pid=$(run_field alice "$run" 'r.get("watcher_pid") or 0' 2>/dev/null || true)
-  sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor"]["pid"])' \
+  sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["watcher"]["pid"])' \
     "$FAKEPOD_NFS_EXPORT/logs/alice/proj/$run/state.json" 2>/dev/null || true)
   [[ -n $sup && $sup != 0 ]] && break
   sleep 0.1

@@ -65,7 +65,7 @@ assert_eq "$(run_field alice "$run" 'r["verdict"]')" "succeeded"
 assert_eq "$(run_field alice "$run" 'r["attempt"]')" "1"
 assert_eq "$(run_field alice "$run" 'r["stopped_others"]')" "False"
 assert_eq "$(run_field alice "$run" '" ".join(sorted(set(w["state"] for w in r["workers"])))')" "succeeded"
-notes=$(cat "$(srv "$L/alice/proj/$run")/supervisor.log")
+notes=$(cat "$(srv "$L/alice/proj/$run")/watcher.log")
 assert_not_contains "$notes" " first: " "no first failure"
 assert_not_contains "$notes" "restarting"
 wtpurun 3 alice runs --json --no-check >"$SCRATCH/w3-runs.json" || fail "runs on w3"
@@ -89,7 +89,7 @@ on_exit "kill $follower 2>/dev/null"
 for _ in $(seq 100); do (($(grep -c "line from" "$out" || true) >= N)) && break; sleep 0.1; done
 assert_eq "$(grep -c "line from" "$out" || true)" "$N" "lines shown within 10 s of quiet jobs (writeback: 30 s)"
 kill -0 "$follower" 2>/dev/null || fail "the follower ended before the run did: $(cat "$out.err")"
-grep -q "watching run $run" "$(srv "$L/alice/proj/$run")/supervisor.log" ||
+grep -q "watching run $run" "$(srv "$L/alice/proj/$run")/watcher.log" ||
   fail "the watcher's first note is not on the server yet"
 as_user alice touch "$gates/end"
 wait "$follower" || fail "logs -f exited $?: $(cat "$out.err")"

@@ -57,7 +57,7 @@ assert_eq "$(run_field "$run" 'r["verdict"]')" running "report only: the run goe
 expect_exit 0 b alice runs --no-check
 assert_contains "$OUT" "stalled since"
 assert_contains "$OUT" "(0% duty cycle, no new log line; on stall: report)"
-assert_contains "$(cat "$(log_dir "$run")/supervisor.log")" "stalled: every worker at 0% duty cycle and no new log line since"
+assert_contains "$(cat "$(log_dir "$run")/watcher.log")" "stalled: every worker at 0% duty cycle and no new log line since"
 # The board: bob sees alice's idle holding, and for how long (the watcher's idle_since).
 expect_exit 0 b bob status --all
 assert_contains "$OUT" "two  busy"
@@ -94,7 +94,7 @@ assert_eq "$(run_field "$run" 'r["attempt"]')" 1 "on stall stop: no restart, wha
 assert_eq "$(run_field "$run" '[w["state"] for w in r["workers"]]')" "['stopped', 'stopped']"
 expect_exit 0 b alice runs --no-check
 assert_contains "$OUT" "failed: stalled: every worker at 0% duty cycle and no new log line since"
-assert_contains "$(cat "$(log_dir "$run")/supervisor.log")" "the run stalled: every worker at 0% duty cycle"
+assert_contains "$(cat "$(log_dir "$run")/watcher.log")" "the run stalled: every worker at 0% duty cycle"
 expect_exit 0 b alice status
 assert_contains "$OUT" "free"
 pass

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tpurun/transport.hpp"
+#include "tpurun/transport/transport.hpp"
 
 namespace tpurun::testing {
 

@@ -1,6 +1,6 @@
 // status --all: one state per pod from its workers' verdicts, holders merged
 // across workers.
-#include "board/board_entry.hpp"
+#include "tpurun/board/board_entry.hpp"
 
 #include <gmock/gmock.h>
 

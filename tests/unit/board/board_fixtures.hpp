@@ -3,7 +3,7 @@
 // workers run bob's train.py of run-1.
 #include "../tpu/scan_fixtures.hpp"
 #include "fake_transport.hpp"
-#include "tpurun/tpu_scan.hpp"
+#include "tpurun/tpu/scan.hpp"
 
 namespace tpurun::testing {
 

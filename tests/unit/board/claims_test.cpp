@@ -1,6 +1,6 @@
 // Claims on the board: one live claim per pod, expiry by the clock, release,
 // extend, forged and corrupt files ignored, and one winner among racers.
-#include "tpurun/claims.hpp"
+#include "tpurun/board/claims.hpp"
 
 #include <gmock/gmock.h>
 #include <sys/stat.h>

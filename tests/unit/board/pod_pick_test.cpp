@@ -1,10 +1,10 @@
 // --pod auto / glob: which names are patterns, and the config order the pick follows.
-#include "board/pod_pick.hpp"
+#include "tpurun/board/pod_pick.hpp"
 
 #include <gtest/gtest.h>
 
 #include "fakes/system_fakes.hpp"
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 namespace tpurun {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tpurun/worker_select.hpp"
+#include "tpurun/pod/worker_select.hpp"
 
 namespace tpurun::cli {
 namespace {

@@ -1,6 +1,6 @@
 // doctor's rules: each seeded problem gives one line with its fix, and
 // workers with the same problem share it.
-#include "doctor/doctor.hpp"
+#include "tpurun/doctor/doctor.hpp"
 
 #include <gmock/gmock.h>
 

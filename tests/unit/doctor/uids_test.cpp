@@ -1,6 +1,6 @@
 // stage and doctor: a user whose uid or gid differs on some workers is
 // refused before anything is staged, with the numbers and the fixes.
-#include "doctor/uids.hpp"
+#include "tpurun/doctor/uids.hpp"
 
 #include <gmock/gmock.h>
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "tpurun/fd_stream.hpp"
+#include "transport/fd_stream.hpp"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tpurun/system.hpp"
+#include "tpurun/util/system.hpp"
 
 namespace tpurun::testing {
 

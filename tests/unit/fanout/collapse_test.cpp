@@ -1,4 +1,4 @@
-#include "tpurun/collapse.hpp"
+#include "tpurun/fanout/collapse.hpp"
 
 #include <gtest/gtest.h>
 

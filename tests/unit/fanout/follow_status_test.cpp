@@ -1,4 +1,4 @@
-#include "tpurun/follow_status.hpp"
+#include "tpurun/fanout/follow_status.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tpurun/live_output.hpp"
+#include "tpurun/fanout/live_output.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 
 #include "fakes/system_fakes.hpp"
 #include "pod/jsonc.hpp"
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,10 +1,10 @@
 // tpurun init: the config it writes parses, and says where it came from.
-#include "pod/config_init.hpp"
+#include "tpurun/pod/config_init.hpp"
 
 #include <gmock/gmock.h>
 
 #include "fakes/system_fakes.hpp"
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 namespace tpurun {
 namespace {

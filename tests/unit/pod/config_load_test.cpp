@@ -5,7 +5,7 @@
 
 #include "fakes/system_fakes.hpp"
 #include "fakes/temp_dir.hpp"
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 namespace tpurun {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fakes/system_fakes.hpp"
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 namespace tpurun::testing {
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 namespace tpurun {
 namespace {

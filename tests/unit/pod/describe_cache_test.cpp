@@ -1,5 +1,5 @@
 // A kept describe: used while young and READY, off with max age 0.
-#include "pod/describe_cache.hpp"
+#include "tpurun/pod/describe_cache.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "fakes/system_fakes.hpp"
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 namespace tpurun {
 namespace {

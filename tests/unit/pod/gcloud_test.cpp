@@ -5,8 +5,8 @@
 #include "fakes/system_fakes.hpp"
 #include "fakes/temp_dir.hpp"
 #include "pod/gcloud_fixtures.hpp"
-#include "tpurun/config.hpp"
-#include "tpurun/tpu_node.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/pod/tpu_node.hpp"
 
 namespace tpurun {
 namespace {

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tpurun/config.hpp"
+#include "tpurun/pod/config.hpp"
 
 namespace tpurun::jsonc {
 namespace {

@@ -7,7 +7,7 @@
 #include "fakes/temp_dir.hpp"
 #include "pod/config_schema_fixture.hpp"
 #include "pod/gcloud_fixtures.hpp"
-#include "tpurun/multislice.hpp"
+#include "tpurun/pod/slices.hpp"
 
 namespace tpurun {
 namespace {

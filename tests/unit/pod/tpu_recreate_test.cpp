@@ -1,5 +1,5 @@
 // Creating a TPU VM again from what describe recorded: which gcloud commands.
-#include "tpurun/tpu_recreate.hpp"
+#include "tpurun/pod/tpu_recreate.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -9,10 +9,11 @@
 #include <thread>
 
 #include "fakes/temp_dir.hpp"
-#include "tpurun/atomic_file.hpp"
-#include "tpurun/launch.hpp"
-#include "tpurun/local_transport.hpp"
-#include "tpurun/run_state.hpp"
+#include "runs/record/log_dir_layout.hpp"
+#include "tpurun/runs/launch.hpp"
+#include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/util/atomic_file.hpp"
+#include "transport/local_transport.hpp"
 
 namespace tpurun {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "staging/adoption.hpp"
 #include "staging_fixture.hpp"
+#include "tpurun/staging/adopt_pending.hpp"
 
 namespace tpurun::testing_staging {
 namespace {

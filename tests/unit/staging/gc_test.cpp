@@ -3,6 +3,7 @@
 
 #include "staging/snapshot_name.hpp"
 #include "staging_fixture.hpp"
+#include "tpurun/staging/gc.hpp"
 
 namespace tpurun::testing_staging {
 namespace {

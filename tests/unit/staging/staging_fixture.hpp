@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "staging/fs_util.hpp"
-#include "tpurun/staging.hpp"
-#include "tpurun/system.hpp"
+#include "tpurun/staging/snapshot.hpp"
+#include "tpurun/util/system.hpp"
 
 namespace tpurun::testing_staging {
 

@@ -1,4 +1,4 @@
-#include "tpu/holders.hpp"
+#include "tpurun/tpu/holders.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The local --force audit file: escaped JSON lines, in the caller's own dir,
 // never written through a symlink or into a file someone else could touch.
-#include "tpu/kill_audit.hpp"
+#include "tpurun/tpu/kill_audit.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "scan_fixtures.hpp"
-#include "tpurun/tpu_kill.hpp"
+#include "tpurun/tpu/kill.hpp"
 
 namespace tpurun {
 namespace {

@@ -3,7 +3,7 @@
 #include "fake_transport.hpp"
 #include "scan_fixtures.hpp"
 #include "scripted_transport.hpp"
-#include "tpurun/tpu_kill.hpp"
+#include "tpurun/tpu/kill.hpp"
 
 namespace tpurun {
 namespace {

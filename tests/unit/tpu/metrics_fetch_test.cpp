@@ -9,7 +9,7 @@
 
 #include "fake_transport.hpp"
 #include "fakes/grpc_test_server.hpp"
-#include "tpurun/tpu_metrics.hpp"
+#include "tpurun/tpu/metrics.hpp"
 
 namespace tpurun {
 namespace {

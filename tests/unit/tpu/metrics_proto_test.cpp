@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tpurun/tpu_metrics.hpp"
+#include "tpurun/tpu/metrics.hpp"
 
 namespace tpurun {
 namespace {

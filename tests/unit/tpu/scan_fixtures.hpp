@@ -3,7 +3,7 @@
 // parser, verdict, planning and formatting tests.
 #include <string>
 
-#include "tpurun/tpu_scan.hpp"
+#include "tpurun/tpu/scan.hpp"
 
 namespace tpurun::testing {
 

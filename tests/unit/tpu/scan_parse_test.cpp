@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "scan_fixtures.hpp"
-#include "tpurun/tpu_scan.hpp"
+#include "tpurun/tpu/scan.hpp"
 
 namespace tpurun {
 namespace {

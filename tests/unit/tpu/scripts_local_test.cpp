@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "fake_transport.hpp"
-#include "tpurun/local_transport.hpp"
-#include "tpurun/tpu_kill.hpp"
+#include "tpurun/tpu/kill.hpp"
+#include "transport/local_transport.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,6 +1,6 @@
 // top's look at a pod: the scan and the metrics on each worker's connection,
 // one value per worker, and the pod's summary and exit code.
-#include "tpu/top_look.hpp"
+#include "tpurun/tpu/top_look.hpp"
 
 #include <gtest/gtest.h>
 

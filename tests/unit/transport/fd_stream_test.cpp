@@ -5,8 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tpurun/fd_stream.hpp"
-#include "tpurun/local_transport.hpp"
+#include "transport/fd_stream.hpp"
+#include "transport/local_transport.hpp"
 
 namespace tpurun {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fakes/grpc_test_server.hpp"
-#include "tpurun/grpc_call.hpp"
+#include "tpurun/transport/grpc_call.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,4 +1,4 @@
-#include "tpurun/kept_connections.hpp"
+#include "tpurun/transport/kept_connections.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // First use of a gcloud pod: one offer to put the key on the TPU VM, on the
 // first refused login, then every worker is tried again.
-#include "transport/key_offer.hpp"
+#include "tpurun/transport/key_offer.hpp"
 
 #include <gmock/gmock.h>
 

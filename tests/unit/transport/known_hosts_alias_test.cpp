@@ -3,7 +3,7 @@
 #include <libssh/libssh.h>
 
 #include "fakes/temp_dir.hpp"
-#include "transport/known_hosts.hpp"
+#include "tpurun/transport/known_hosts.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,8 +1,8 @@
-#include "tpurun/shell_quote.hpp"
+#include "tpurun/transport/shell_quote.hpp"
 
 #include <gtest/gtest.h>
 
-#include "tpurun/subprocess.hpp"
+#include "tpurun/util/subprocess.hpp"
 
 namespace tpurun {
 namespace {

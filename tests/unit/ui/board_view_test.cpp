@@ -1,6 +1,6 @@
 // status --all: the line and JSON record that show a pod's state, holders
 // and claim.
-#include "ui/board_view.hpp"
+#include "tpurun/ui/board_view.hpp"
 
 #include <gmock/gmock.h>
 

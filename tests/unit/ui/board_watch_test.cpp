@@ -1,10 +1,10 @@
 // --watch: the interval, and lines cut to the terminal's width.
-#include "ui/board_watch.hpp"
+#include "tpurun/ui/board_watch.hpp"
 
 #include <gtest/gtest.h>
 
+#include "tpurun/pod/worker_select.hpp"
 #include "ui/watch_terminal.hpp"
-#include "tpurun/worker_select.hpp"
 
 namespace tpurun {
 namespace {

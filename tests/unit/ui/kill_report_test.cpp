@@ -1,4 +1,4 @@
-#include "ui/kill_report.hpp"
+#include "tpurun/ui/kill_report.hpp"
 
 #include <gtest/gtest.h>
 

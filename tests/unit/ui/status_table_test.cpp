@@ -1,11 +1,11 @@
-#include "ui/status_table.hpp"
+#include "tpurun/ui/status_table.hpp"
 
 #include <gtest/gtest.h>
 
 #include "../tpu/scan_fixtures.hpp"
 #include "fake_transport.hpp"
 #include "fakes/text.hpp"
-#include "ui/tpu_view.hpp"
+#include "tpurun/ui/tpu_view.hpp"
 
 namespace tpurun {
 namespace {

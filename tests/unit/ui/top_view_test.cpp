@@ -1,4 +1,4 @@
-#include "ui/top_view.hpp"
+#include "tpurun/ui/top_view.hpp"
 
 #include <gtest/gtest.h>
 

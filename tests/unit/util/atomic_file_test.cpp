@@ -1,5 +1,5 @@
 // write_file_atomic: the new text whole, or the old file untouched and no temp left.
-#include "tpurun/atomic_file.hpp"
+#include "tpurun/util/atomic_file.hpp"
 
 #include <gmock/gmock.h>
 

@@ -1,5 +1,5 @@
 // CancelToken: Ctrl-C's flag, and a second one a sibling's failure sets.
-#include "tpurun/cancel.hpp"
+#include "tpurun/util/cancel.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tpurun/inherited_fds.hpp"
-#include "tpurun/parse_double.hpp"
-#include "tpurun/signal_name.hpp"
+#include "tpurun/util/parse_double.hpp"
+#include "tpurun/util/signal_name.hpp"
+#include "util/inherited_fds.hpp"
 
 namespace tpurun {
 namespace {

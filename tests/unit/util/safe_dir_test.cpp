@@ -1,6 +1,6 @@
 // open_shared_root / open_own_dir: only the caller's own directories, never
 // through a symlink, never one that others can write.
-#include "tpurun/safe_dir.hpp"
+#include "tpurun/util/safe_dir.hpp"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>

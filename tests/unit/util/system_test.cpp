@@ -1,4 +1,4 @@
-#include "tpurun/system.hpp"
+#include "tpurun/util/system.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

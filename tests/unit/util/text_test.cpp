@@ -1,4 +1,4 @@
-#include "util/text.hpp"
+#include "tpurun/util/text.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,101 @@
+#pragma once
+// Live output of many workers, as `exec`, `stage` and `logs -f` print it:
+// one WorkerSink per worker, whose lines are collapsed across workers
+// (collapse.hpp) or, raw, printed as they come; `\r` progress and a status
+// line at the bottom of a terminal.
+//
+//   LiveOutput live(printer, workers, {.collapse = !raw});
+//   live.sink(w.index).write(Stream::out, chunk);   // from any thread, one per worker
+//   live.set_state(w.index, WorkerRunState::exited); // when the worker's job ends
+//   live.sink(w.index).flush();                      // and its output with it
+//   live.tick();   // every ~100 ms (or a LiveOutputTicker does it)
+//   live.finish(); // at the end: prints everything still held
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "tpurun/fanout/collapse.hpp"
+#include "tpurun/fanout/follow_status.hpp"
+#include "tpurun/fanout/printer.hpp"
+
+namespace tpurun {
+
+struct LiveOutputOptions {
+  // Collapse identical lines; only when more than one worker is followed.
+  bool collapse = true;
+  CollapseOptions collapse_options;
+  // The bottom line on a terminal: the status counts (more than one worker)
+  // and the latest `\r` progress state.
+  bool status_line = true;
+  QuietRule quiet_rule;
+  std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
+};
+
+class LiveOutput {
+ public:
+  LiveOutput(LinePrinter& printer, std::vector<Worker> workers, LiveOutputOptions options = {});
+  ~LiveOutput();
+  LiveOutput(const LiveOutput&) = delete;
+  LiveOutput& operator=(const LiveOutput&) = delete;
+
+  bool collapsing() const { return collapser_ != nullptr; }
+  // The sink of a followed worker (throws std::out_of_range for another).
+  // Each sink is used by one thread at a time; different sinks by any.
+  // Its flush() also tells the collapser that the worker prints no more.
+  WorkerSink& sink(int worker_index);
+  // For the status line: running until told otherwise.
+  void set_state(int worker_index, WorkerRunState state);
+  // Prints held lines whose window has passed; redraws the bottom line.
+  void tick();
+  // Flushes every sink, prints everything still held, clears the bottom line.
+  void finish();
+
+  // The bottom line as tick() would draw it ("" when there is nothing to say).
+  std::string bottom_line();
+
+ private:
+  class CollapsingSink;
+  class RawSink;
+  struct Activity {
+    WorkerRunState state = WorkerRunState::running;
+    std::chrono::steady_clock::time_point last_output;
+    std::string progress[2];  // per stream: the latest `\r` state of an unfinished line, cut short
+  };
+  size_t slot(int worker_index) const;
+  // Output arrived; `progress`, if given, is the stream's new `\r` state.
+  void saw_output(size_t slot, Stream stream, std::optional<std::string> progress);
+  void saw_progress(size_t slot, Stream stream, std::string progress);
+  void emit(const CollapsedLine& line);
+
+  LinePrinter& printer_;
+  std::vector<Worker> workers_;
+  std::unordered_map<int, size_t> slots_;  // worker index -> position in workers_
+  LiveOutputOptions options_;
+  std::unique_ptr<LineCollapser> collapser_;
+  std::vector<std::unique_ptr<WorkerSink>> sinks_;
+  std::mutex mutex_;  // guards activity_
+  std::vector<Activity> activity_;
+};
+
+// Calls live.tick() every `every` on its own thread until destroyed.
+class LiveOutputTicker {
+ public:
+  explicit LiveOutputTicker(LiveOutput& live, std::chrono::milliseconds every = std::chrono::milliseconds(100));
+  ~LiveOutputTicker();
+
+ private:
+  LiveOutput& live_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tpurun

@@ -1,0 +1,30 @@
+#pragma once
+// tpurun init: a first tpurun.json from what gcloud lists and the NFS mount
+// this host has.
+#include <string>
+#include <vector>
+
+#include "tpurun/pod/tpu_node.hpp"
+
+namespace tpurun {
+
+struct InitChoices {
+  std::string zone;
+  std::string project;  // "" when gcloud's configured project is meant
+  std::string shared;   // the shared mount (required: the roots go there)
+  std::vector<std::string> other_mounts;  // other NFS mounts, named in a comment
+  std::vector<TpuNode> tpus;              // as listed, in gcloud's order
+};
+
+// The config text (JSON with comments): one gcloud pod per listed TPU VM,
+// the first READY one as default_pod, roots <shared>/tpurun/{staging,logs}.
+std::string init_config_text(const InitChoices& choices);
+
+// The TPU VMs in `gcloud compute tpus tpu-vm list --format=json`'s array.
+// Throws std::runtime_error when it is not one.
+std::vector<TpuNode> parse_tpu_list_nodes(const std::string& json_text);
+
+// The targets in `findmnt -J -t nfs,nfs4 -o TARGET` output, in its order.
+std::vector<std::string> parse_findmnt_targets(const std::string& json_text);
+
+}  // namespace tpurun

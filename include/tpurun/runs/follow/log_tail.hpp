@@ -1,0 +1,54 @@
+#pragma once
+// The tail of a run's worker logs, read from the dev VM: the logs on the
+// shared logs root, read where they grew. No SSH here: a stalled worker can
+// never hold up the others' output (liveness is the watcher's job).
+#include <string>
+#include <vector>
+
+#include "tpurun/fanout/live_output.hpp"
+#include "tpurun/runs/record/run_record.hpp"
+
+namespace tpurun {
+
+// Tails the workers' logs into a LiveOutput (collapsed or raw).
+class LogTail {
+ public:
+  LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live);
+  ~LogTail();
+  LogTail(const LogTail&) = delete;
+  LogTail& operator=(const LogTail&) = delete;
+  // Prints whatever was appended to the logs since the last call, at most
+  // 64 KiB per worker per pass, round robin, so that long logs from many
+  // workers still line up for collapsing. Files stay open between calls, so
+  // following costs reads, not opens.
+  void drain();
+  // The same for some workers only: positions in the worker list given to
+  // the constructor (a FileWatch said their logs changed). True when anything
+  // was read.
+  bool drain(const std::vector<int>& positions);
+  // Each worker's log file name in the log dir, in the order given.
+  std::vector<std::string> file_names() const;
+  // The worker's job has ended: its last output is printed and collapsed
+  // lines stop waiting for it.
+  void ended(int worker_index, bool ok);
+  // Prints last lines that had no newline, and everything still held.
+  void finish();
+
+ private:
+  struct Tail {
+    Worker worker;
+    std::string path;
+    int fd = -1;
+    long long offset = 0;
+    bool ended = false;
+  };
+  bool drain_once(Tail& tail);  // up to 64 KiB; true when anything was read
+  std::string log_dir_;
+  std::vector<Tail> tails_;
+  LiveOutput& live_;
+};
+
+// The last `n` lines of a file (at most its last 64 KiB).
+std::vector<std::string> last_lines(const std::string& path, size_t n);
+
+}  // namespace tpurun

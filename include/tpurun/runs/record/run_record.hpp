@@ -1,0 +1,87 @@
+#pragma once
+// A run's log dir on the shared logs root: run.json, git.diff, and per worker
+// workerN.log, workerN.pid ("<pid> <pgid>") and workerN.exit (exit code).
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "tpurun/util/duration.hpp"  // format_utc_time
+#include <vector>
+
+#include "tpurun/pod/slices.hpp"
+#include "tpurun/pod/worker.hpp"
+#include "tpurun/runs/watcher/restart_codes.hpp"
+
+namespace tpurun {
+
+struct RunRecord {
+  std::string run_id;   // <YYYYmmdd_HHMMSS>_<rand6>_<pod>[_<tags>]
+  std::string user;
+  std::string pod;
+  std::string project;  // the project directory's name
+  std::vector<Worker> workers;           // global indices; slice and slice_worker on multi-slice runs
+  std::vector<std::string> slices;      // multi-slice runs: the slices' pods, in slice order
+  std::optional<MultiSlice> megascale;  // multi-slice runs: what every job is told
+  std::vector<std::string> command;
+  std::vector<std::string> env_names;  // the job's --env names; values are never recorded
+  std::vector<std::string> tags;
+  std::string staged_dir;
+  std::string log_dir;
+  std::string git_sha;
+  std::string git_branch;
+  bool git_dirty = false;
+  std::string tree_hash;
+  std::string created_at;  // ISO 8601, UTC
+  // The gang rules the run's watcher applies (stage's flags).
+  std::string on_failure = "stop";  // stop | continue
+  int restarts = 0;
+  long long lost_after_ms = 60000;
+  long long grace_ms = 10000;       // TERM → KILL when stopping the gang
+  // --restart-on-exit-codes as RestartCodes::text() ("42,127-255"); "" when not given.
+  std::string restart_on_exit_codes;
+  bool recreate = false;            // --recreate: a preempted TPU VM is created again
+  int max_preemptions = kDefaultMaxPreemptions;  // --max-preemptions
+  // A stall: every worker at 0% duty cycle (libtpu's metrics) and no new log
+  // line for this long. report (the default) only records it; stop and
+  // restart hand it to the gang rules as a failure of the attempt.
+  long long stall_after_ms = 30 * 60 * 1000;
+  std::string on_stall = "report";  // report | stop | restart
+};
+
+// "lr=0.1" -> "lr0.1"; anything outside [A-Za-z0-9.-] becomes '-'.
+std::string tag_slug(const std::string& tag);
+std::string make_run_id(std::chrono::system_clock::time_point now, const std::string& rand6,
+                        const std::string& pod, const std::vector<std::string>& tags);
+
+// <logs_root>/<user>/<project>/<run_id>, created exclusively (fails if it exists).
+// Throws std::runtime_error with the path and the errno text.
+std::string create_log_dir(const std::string& logs_root, const std::string& user,
+                           const std::string& project, const std::string& run_id);
+void write_run_record(const RunRecord& record, const std::string& git_diff);
+RunRecord read_run_record(const std::string& log_dir);  // throws on a missing/corrupt run.json
+
+// Every run dir of the user, newest first.
+std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::string& user);
+// A run by id or unique prefix; throws with a did-you-mean hint when unknown or ambiguous.
+std::string find_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
+// find_run_dir, plus "last" (or "latest") for the newest run.
+std::string resolve_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
+
+enum class JobState { pending, running, exited, lost, unknown };
+const char* to_string(JobState s);
+
+struct WorkerJob {
+  int worker = 0;
+  JobState state = JobState::pending;  // from the files alone: pending, running or exited
+  std::optional<int> pid;               // also the job's pgid: it leads its own session
+  std::optional<int> exit_code;
+};
+// The job files of one attempt (1-based; see job_file in log_dir_layout.hpp).
+WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt = 1);
+// The same for several workers, with the log dir opened (so revalidated on
+// NFS: a file another host made since is found, not a cached "no such file")
+// once for all of them.
+std::vector<WorkerJob> read_worker_jobs(const std::string& log_dir, const std::vector<Worker>& workers, int attempt);
+
+}  // namespace tpurun

@@ -1,0 +1,22 @@
+#pragma once
+#include <vector>
+
+#include "tpurun/tpu/scan.hpp"
+
+namespace tpurun {
+
+// A job: the processes of one process group that hold the TPU, shown by its
+// leader (the group leader when it holds a device, else the oldest holder).
+struct HolderJob {
+  ScannedProcess leader;
+  int others = 0;  // more holders in the same group
+};
+std::vector<HolderJob> holder_jobs(const std::vector<ScannedProcess>& holders);
+
+// Every process keeping the TPU busy: device holders, then the lock's holder.
+std::vector<ScannedProcess> tpu_users(const LockScan& scan);
+
+// 0 when every worker is free; 255 when any could not be scanned; else 1.
+int tpu_exit_code(const std::vector<TpuState>& states);
+
+}  // namespace tpurun

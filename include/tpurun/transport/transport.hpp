@@ -1,0 +1,91 @@
+#pragma once
+// The seam in front of SSH: connect, run (exec + stream + signal on cancel),
+// open a byte stream to a port on the worker, close. libssh implements it for
+// real pods, a local runner for a single-host "pod", and unit tests fake it.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tpurun/pod/worker.hpp"
+#include "tpurun/transport/outcome.hpp"
+#include "tpurun/util/cancel.hpp"
+#include "tpurun/util/result.hpp"
+
+namespace tpurun {
+
+enum class Stream { out, err };
+
+// Receives a command's output as it arrives, in arbitrary chunks.
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  virtual void write(Stream stream, std::string_view data) = 0;
+};
+
+struct RemoteCommand {
+  std::string command_line;  // run by the remote user's shell, like ssh's command
+  std::string stdin_data;    // sent, then EOF (the command always sees EOF)
+  // When > 0: past this many milliseconds the command is sent SIGTERM, then
+  // SIGKILL, and the result is a `timeout` error (exec --timeout, probes).
+  long long timeout_ms = 0;
+};
+
+// What one read from a ByteStream brought: data, the end of the stream, or
+// (neither) nothing within the wait.
+struct StreamRead {
+  std::string data;
+  bool eof = false;
+};
+
+// A TCP connection as the worker makes it, carried inside the worker's
+// session (SSH direct-tcpip, what `ssh -W` uses): nothing is installed on the
+// worker and no port is opened to the network. Closed when destroyed. Used by
+// the thread that uses its Connection, and only while that Connection lives.
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Sends all of `data`; an error means the stream is broken.
+  virtual std::optional<TransportError> write(std::string_view data) = 0;
+  // Waits up to `wait_ms` for data.
+  virtual Result<StreamRead, TransportError> read(int wait_ms) = 0;
+};
+
+// One open session to a worker. Used by one thread at a time.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Runs the command to completion, streaming output into `sink`. When `cancel`
+  // fires, the command is sent SIGINT, then SIGTERM, and the channel closed;
+  // the result is then an `interrupted` error. A worker that stops answering
+  // mid-command (frozen, or its link gone without a reset) is detected by SSH
+  // keepalives and reported as a `timeout` error within about 30s.
+  virtual Result<CommandExit, TransportError> run(const RemoteCommand& command, OutputSink& sink,
+                                                  const CancelToken& cancel) = 0;
+  // Connects, from the worker, to host:port as the worker resolves it
+  // ("localhost" is the worker's own loopback). Nothing listening there is a
+  // `refused` error: for a service that only runs with a workload (libtpu's
+  // metrics), that is an answer, not a fault. Transports that cannot carry
+  // streams keep this default, which says so.
+  virtual Result<std::unique_ptr<ByteStream>, TransportError> open_stream(const std::string& host, int port,
+                                                                          const CancelToken& cancel);
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
+                                                                      const CancelToken& cancel) = 0;
+};
+
+// Collects output into strings (for --json, --gather and scans).
+class CaptureSink : public OutputSink {
+ public:
+  void write(Stream stream, std::string_view data) override {
+    (stream == Stream::out ? out : err).append(data);
+  }
+  std::string out;
+  std::string err;
+};
+
+}  // namespace tpurun

@@ -1,0 +1,146 @@
+// follow_logs: the loop behind `stage` and `logs -f`. It sleeps in a FileWatch
+// until a log, watcher.log or state.json changes, and reads only those.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "runs/record/log_dir_layout.hpp"
+#include "tpurun/runs/follow/follow.hpp"
+#include "tpurun/runs/follow/log_tail.hpp"
+#include "tpurun/util/unique_fd.hpp"
+
+namespace tpurun {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// After output, wake often enough to let collapsed lines go when their window
+// ends (it can be held up to 2 s); otherwise twice a second, for Ctrl-C and
+// the status line.
+constexpr auto kBusyWake = 100ms;
+constexpr auto kIdleWake = 500ms;
+constexpr auto kBusyFor = 2s;
+
+// The watcher's log lines ("<time> text") become tpurun notes.
+class WatcherNotes {
+ public:
+  WatcherNotes(std::string path, LinePrinter& printer) : path_(std::move(path)), printer_(printer) {}
+
+  // Prints the lines appended since the last call.
+  void drain() {
+    if (!fd_) fd_.reset(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd_) return;  // not created yet
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::pread(fd_.get(), buf, sizeof buf, offset_)) > 0) {
+      pending_.append(buf, static_cast<size_t>(n));
+      offset_ += n;
+    }
+    size_t nl;
+    while ((nl = pending_.find('\n')) != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      size_t space = line.find(' ');
+      if (space != std::string::npos && line.size() > 20 && line[4] == '-') line.erase(0, space + 1);
+      printer_.note("watcher: " + line);
+    }
+  }
+
+ private:
+  std::string path_;
+  LinePrinter& printer_;
+  UniqueFd fd_;
+  long long offset_ = 0;
+  std::string pending_;
+};
+
+long long unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Only in the last attempt: a restarted worker prints again.
+void note_ended_workers(const RunState& state, LogTail& follower) {
+  if (state.verdict != RunVerdict::running || state.attempt < state.max_attempts) return;
+  for (const WorkerStatus& w : state.workers) {
+    if (w.state == WorkerState::succeeded || w.state == WorkerState::failed || w.state == WorkerState::lost ||
+        w.state == WorkerState::stopped) {
+      follower.ended(w.worker, w.state == WorkerState::succeeded);
+    }
+  }
+}
+
+}  // namespace
+
+FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& workers, LinePrinter& printer,
+                         const CancelToken& cancel, const FollowHooks& hooks) {
+  LiveOutputOptions options;
+  options.collapse = !hooks.raw;
+  // Over NFS one worker's data can show up a moment after its peers'.
+  options.collapse_options.window = std::chrono::seconds(1);
+  LiveOutput live(printer, workers, options);
+  LogTail follower(log_dir, workers, live);
+  WatcherNotes notes(watcher_log_path(log_dir), printer);
+
+  // Ids 0..n-1 are the workers' logs, in order.
+  auto watch = make_file_watch(log_dir, hooks.watch_method);
+  for (const std::string& name : follower.file_names()) watch->add(name);
+  const int notes_id = watch->add(watcher_log_name(log_dir));
+  const int state_id = watch->add(kStateJson);
+  const int logs = notes_id;
+
+  FollowResult result;
+  auto last_output = Clock::now();
+  auto next_alive_check = Clock::now();
+  auto unwatched_since = Clock::now();
+  bool unwatched = false;
+  std::vector<int> changed;  // the first pass reads everything
+  bool everything = true;
+  for (;;) {
+    std::vector<int> logs_changed;
+    bool notes_changed = everything, state_changed = everything;
+    for (int id : changed) {
+      if (id < logs) logs_changed.push_back(id);
+      notes_changed = notes_changed || id == notes_id;
+      state_changed = state_changed || id == state_id;
+    }
+    if (everything) follower.drain();
+    if (!logs_changed.empty() && follower.drain(logs_changed)) last_output = Clock::now();
+    if (notes_changed) notes.drain();
+    if (state_changed) {
+      if (auto state = read_run_state(log_dir)) result.state = std::move(state);
+      if (result.state) note_ended_workers(*result.state, follower);
+    }
+    everything = false;
+    if (result.state && is_final(result.state->verdict)) break;
+    live.tick();
+    if (cancel.cancelled()) {
+      result.interrupted = true;
+      break;
+    }
+    // No live watcher for a while (it was killed, or the dev VM restarted): start one.
+    if (Clock::now() >= next_alive_check) {
+      next_alive_check = Clock::now() + 1s;
+      const bool watched = result.state && watcher_alive(*result.state, unix_now());
+      if (watched) {
+        unwatched = false;
+      } else if (!unwatched) {
+        unwatched = true;
+        unwatched_since = Clock::now();
+      } else if (hooks.watch_again && Clock::now() - unwatched_since > 3s) {
+        printer.note("this run has no watcher (it was stopped or died): starting one");
+        if (!hooks.watch_again()) printer.note("could not start a watcher; following the logs only");
+        unwatched = false;
+        unwatched_since = Clock::now() + 30s;
+      }
+    }
+    changed = watch->wait(Clock::now() - last_output < kBusyFor ? kBusyWake : kIdleWake);
+  }
+  follower.finish();
+  notes.drain();
+  return result;
+}
+
+}  // namespace tpurun

@@ -1,0 +1,95 @@
+#include "tpurun/runs/follow/log_tail.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sstream>
+
+#include "runs/record/log_dir_layout.hpp"
+#include "tpurun/fanout/fanout.hpp"
+
+namespace tpurun {
+
+LogTail::LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live)
+    : log_dir_(std::move(log_dir)), live_(live) {
+  for (Worker& w : workers) tails_.push_back(Tail{w, worker_log_path(log_dir_, w.index), -1, 0, false});
+}
+
+LogTail::~LogTail() {
+  for (Tail& tail : tails_) {
+    if (tail.fd >= 0) ::close(tail.fd);
+  }
+}
+
+bool LogTail::drain_once(Tail& tail) {
+  if (tail.fd < 0) tail.fd = ::open(tail.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (tail.fd < 0) return false;  // not created yet
+  char buf[65536];
+  const ssize_t n = ::pread(tail.fd, buf, sizeof buf, tail.offset);
+  if (n <= 0) return false;
+  live_.sink(tail.worker.index).write(Stream::out, std::string_view(buf, static_cast<size_t>(n)));
+  tail.offset += n;
+  return true;
+}
+
+void LogTail::drain() {
+  for (bool any = true; any;) {
+    any = false;
+    for (Tail& tail : tails_) any = drain_once(tail) || any;
+  }
+}
+
+bool LogTail::drain(const std::vector<int>& positions) {
+  bool read = false;
+  for (bool any = true; any;) {
+    any = false;
+    for (int i : positions) any = drain_once(tails_.at(static_cast<size_t>(i))) || any;
+    read = read || any;
+  }
+  return read;
+}
+
+std::vector<std::string> LogTail::file_names() const {
+  std::vector<std::string> names;
+  for (const Tail& tail : tails_) names.push_back(std::filesystem::path(tail.path).filename().string());
+  return names;
+}
+
+void LogTail::ended(int worker_index, bool ok) {
+  for (Tail& tail : tails_) {
+    if (tail.worker.index != worker_index || tail.ended) continue;
+    tail.ended = true;
+    drain();
+    live_.set_state(worker_index, ok ? WorkerRunState::exited : WorkerRunState::failed);
+    live_.sink(worker_index).flush();
+  }
+}
+
+void LogTail::finish() {
+  drain();
+  live_.finish();
+}
+
+std::vector<std::string> last_lines(const std::string& path, size_t n) {
+  std::vector<std::string> lines;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return lines;
+  off_t size = ::lseek(fd, 0, SEEK_END);
+  off_t start = size > 65536 ? size - 65536 : 0;
+  std::string text(static_cast<size_t>(size - start), '\0');
+  ssize_t got = ::pread(fd, text.data(), text.size(), start);
+  ::close(fd);
+  if (got <= 0) return lines;
+  text.resize(static_cast<size_t>(got));
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  if (start > 0 && !lines.empty()) lines.erase(lines.begin());  // cut mid-line
+  if (lines.size() > n) lines.erase(lines.begin(), lines.end() - static_cast<long>(n));
+  return lines;
+}
+
+}  // namespace tpurun

@@ -1,0 +1,283 @@
+// The recreate itself: the safety rules' facts, then delete, create, READY,
+// keys, setup. Each step says what it runs in watcher.log; every delete
+// and create is in the user's audit log before gcloud is asked.
+#include "runs/recreate/recreate.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include "runs/record/log_dir_layout.hpp"
+#include "tpurun/board/claim_check.hpp"
+#include "tpurun/board/claims.hpp"
+#include "tpurun/fanout/fanout.hpp"
+#include "tpurun/pod/config.hpp"
+#include "tpurun/pod/tpu_recreate.hpp"
+#include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/tpu/kill_audit.hpp"
+#include "tpurun/tpu/scan.hpp"
+#include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/util/atomic_file.hpp"
+
+namespace tpurun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// gcloud's last words, on one line: its errors end its stderr.
+std::string gcloud_said(const ProcessResult& r) {
+  std::string text = r.err.empty() ? r.out : r.err;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  const size_t line = text.rfind('\n');
+  if (line != std::string::npos) text = text.substr(line + 1);
+  if (text.size() > 300) text = text.substr(0, 297) + "...";
+  return fmt::format("exit {}{}", r.exit_code, text.empty() ? "" : ": " + text);
+}
+
+class Recreate {
+ public:
+  Recreate(const RecreateJob& job, RecreateIo& io) : job_(job), io_(io) {}
+
+  RecreateResult run(const TpuNode& gone) {
+    if (auto why = recreate_refusal(facts(gone))) return refuse(*why);
+    const auto api_start = Clock::now();
+    TpuNode now = describe();  // again, just before the delete: it may have changed meanwhile
+    RecreateFacts fresh = facts_of(now);
+    fresh.claimed_by = std::nullopt;  // checked above; the rest is still what it was
+    if (auto why = recreate_refusal(fresh)) return refuse(*why);
+    if (now.state != "NOT_FOUND" && !remove(now)) return std::move(result_);
+    result_.deleted = true;
+    if (!create()) return std::move(result_);
+    auto node = wait_ready();
+    if (!node) return std::move(result_);
+    result_.api_s = seconds_since(api_start);
+    const auto keys_start = Clock::now();
+    if (!push_keys()) return std::move(result_);
+    result_.keys_s = seconds_since(keys_start);
+    const auto setup_start = Clock::now();
+    if (!run_setup(*node)) return std::move(result_);
+    result_.setup_s = seconds_since(setup_start);
+    result_.ok = true;
+    result_.node = std::move(node);
+    return std::move(result_);
+  }
+
+ private:
+  RecreateResult refuse(const std::string& why) {
+    result_.why = why;
+    return std::move(result_);
+  }
+  bool fail(const std::string& why) {
+    result_.why = why;
+    return false;
+  }
+
+  RecreateFacts facts_of(const TpuNode& node) const {
+    RecreateFacts f;
+    f.state = node.state;
+    f.name = node.name;
+    f.id = node.id;
+    f.pod_tpu = job_.spec.name;
+    f.recorded_id = job_.recorded_id;
+    f.run_active = !io_.stopped();
+    try {
+      f.not_recreatable = why_not_recreatable(read_tpu_vm_shape(read_small_file(recorded_tpu_vm_path(job_.log_dir))));
+    } catch (const std::exception& e) {
+      f.not_recreatable = fmt::format("its describe at stage time ({}) is unreadable: {}",
+                                      recorded_tpu_vm_path(job_.log_dir), e.what());
+    }
+    return f;
+  }
+
+  RecreateFacts facts(const TpuNode& gone) const {
+    RecreateFacts f = facts_of(gone);
+    const auto now = WallClock::now();
+    try {
+      std::vector<std::string> warnings;
+      auto held = Board(job_.logs_root).holder(job_.pod, now, &warnings);
+      for (const std::string& w : warnings) io_.say("warning: " + w);
+      if (held && held->user != job_.user) f.claimed_by = describe_claim(*held, now);
+    } catch (const std::exception& e) {
+      // Unlike stage, a delete does not go ahead on a board it cannot read.
+      f.claimed_by = fmt::format("(unknown: the pod's claims cannot be read: {})", e.what());
+    }
+    for (const WorkerScanResult& r :
+         scan_workers(job_.workers, io_.transport, job_.fanout, io_.cancel, job_.device_globs)) {
+      if (r.state != TpuState::busy_other || !r.scan) continue;
+      std::vector<std::string> who;
+      for (const ScannedProcess& p : r.scan->holders) {
+        if (p.uid != r.scan->caller_uid) who.push_back(fmt::format("{} pid {}", p.user, p.pid));
+      }
+      f.foreign_tpu_users.push_back(fmt::format("{} ({})", r.worker.display(),
+                                                who.empty() ? "its TPU lock" : fmt::format("{}", fmt::join(who, ", "))));
+    }
+    return f;
+  }
+
+  TpuNode describe() const {
+    try {
+      return describe_node(job_.pod, job_.spec, io_.processes);
+    } catch (const TpuUnavailable& e) {
+      return e.node();  // NOT_FOUND
+    } catch (const std::exception& e) {
+      TpuNode unknown;
+      unknown.state = "UNKNOWN";
+      unknown.health_description = e.what();
+      return unknown;
+    }
+  }
+
+  bool audit(const std::string& event, const std::string& node_id, const std::vector<std::string>& argv) {
+    const std::string line =
+        recreate_audit_entry(std::time(nullptr), event, job_.user, job_.pod, job_.spec, node_id, job_.run_id, argv);
+    if (auto error = append_audit(job_.audit_path, line)) return fail(*error + "; without a record, nothing is done");
+    return true;
+  }
+
+  // Nobody watches the watcher: a gcloud call that hangs (an API that never
+  // answers, a prompt) is given up after its limit, or when the watcher is told
+  // to stop, and the recreate fails saying so.
+  ProcessResult gcloud(const std::vector<std::string>& argv, std::chrono::seconds limit) {
+    ProcessResult r = io_.processes.run_bounded(argv, limit, io_.cancel);
+    if (r.timed_out) {
+      r.err = fmt::format("no answer in {}s, gave up (the TPU VM is left as it is: gcloud compute tpus tpu-vm "
+                          "describe {} --zone {}{} shows its state)",
+                          limit.count(), job_.spec.name, job_.spec.zone,
+                          job_.spec.project.empty() ? "" : " --project " + job_.spec.project);
+    }
+    return r;
+  }
+
+  bool remove(const TpuNode& node) {
+    const auto argv = gcloud_delete_argv(job_.spec);
+    if (!audit("tpu-vm-delete", node.id, argv)) return false;
+    io_.say(fmt::format("deleting TPU VM {} ({}, id {}): {}", job_.spec.name, node.state, node.id, shell_display(argv)));
+    const ProcessResult r = gcloud(argv, job_.gcloud_timeout);
+    if (r.exit_code != 0 && !is_not_found(r.err)) return fail("gcloud could not delete it: " + gcloud_said(r));
+    return true;
+  }
+
+  bool create() {
+    TpuVmShape shape;
+    try {
+      shape = read_tpu_vm_shape(read_small_file(recorded_tpu_vm_path(job_.log_dir)));
+      const std::string dir = metadata_dir(job_.log_dir);
+      if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw std::runtime_error("cannot create " + dir);
+      for (const auto& [path, value] : metadata_files(shape, dir)) write_file_atomic(path, value);
+    } catch (const std::exception& e) {
+      return fail(fmt::format("cannot prepare the create: {}", e.what()));
+    }
+    const auto argv = gcloud_create_argv(job_.spec, shape, metadata_dir(job_.log_dir));
+    if (!audit("tpu-vm-create", "", argv)) return false;
+    io_.say(fmt::format("creating TPU VM {} again: {}", job_.spec.name, shell_display(argv)));
+    const ProcessResult r = gcloud(argv, job_.ready_timeout);
+    if (r.exit_code != 0) return fail("gcloud could not create it: " + gcloud_said(r));
+    return true;
+  }
+
+  // Describes until READY, saying each state it passes through.
+  std::optional<TpuNode> wait_ready() {
+    const auto deadline = Clock::now() + job_.ready_timeout;
+    std::string last;
+    int missing = 0;
+    for (;;) {
+      if (io_.stopped() || io_.cancel.cancelled()) {
+        fail(fmt::format("stopped while TPU VM {} was being created (it is left as it is)", job_.spec.name));
+        return std::nullopt;
+      }
+      TpuNode node = describe();
+      const std::string state = describe_state(node);
+      if (state != last) io_.say(fmt::format("TPU VM {} is {}", job_.spec.name, state));
+      last = state;
+      if (node.ready() && node.endpoint_error.empty() && !node.workers.empty()) {
+        write_file_atomic(recorded_tpu_vm_path(job_.log_dir), node.json);
+        return node;
+      }
+      missing = node.state == "NOT_FOUND" ? missing + 1 : 0;
+      if (missing >= 3 || node.state == "PREEMPTED" || node.state == "TERMINATED") {
+        fail(fmt::format("TPU VM {} did not come up: it is {} after the create (gcloud compute tpus tpu-vm "
+                         "list shows what the zone has)",
+                         job_.spec.name, state));
+        return std::nullopt;
+      }
+      if (Clock::now() > deadline) {
+        fail(fmt::format("TPU VM {} is still {} after {}s", job_.spec.name, state, job_.ready_timeout.count()));
+        return std::nullopt;
+      }
+      std::this_thread::sleep_for(job_.poll);
+    }
+  }
+
+  // gcloud's own first-use step: the user's key into the VM's metadata and
+  // the new workers' host keys into ~/.ssh/google_compute_known_hosts.
+  bool push_keys() {
+    const auto argv = gcloud_keys_argv(job_.spec);
+    io_.say(fmt::format("your key and the new host keys: {}", shell_display(argv)));
+    const ProcessResult r = gcloud(argv, job_.gcloud_timeout);
+    if (r.exit_code != 0) return fail("gcloud could not put your key on it: " + gcloud_said(r));
+    return true;
+  }
+
+  bool run_setup(const TpuNode& node) {
+    const std::string script = read_small_file(recorded_setup_path(job_.log_dir));
+    if (script.empty()) {
+      io_.say("no setup script (\"setup\" in the pod's config): the new TPU VM has only what its image and "
+              "metadata give it");
+      return true;
+    }
+    io_.say(fmt::format("running the pod's setup on {} workers (output: {})", node.workers.size(),
+                        setup_log_path(job_.log_dir)));
+    FanoutPlan plan;
+    plan.workers = node.workers;
+    plan.command = RemoteCommand{"exec bash -s", script, 0};
+    plan.fanout = job_.fanout;
+    plan.capture = true;
+    const auto outcomes = run_on_workers(plan, io_.transport, std::vector<OutputSink*>(node.workers.size()), io_.cancel);
+    keep_setup_output(node, outcomes);
+    const auto failures = failure_summary(outcomes);
+    if (!failures.empty()) {
+      return fail(fmt::format("the setup failed: {} (see {})", fmt::join(failures, "; "),
+                              setup_log_path(job_.log_dir)));
+    }
+    return true;
+  }
+
+  void keep_setup_output(const TpuNode& node, const std::vector<WorkerOutcome>& outcomes) const {
+    std::ofstream log(setup_log_path(job_.log_dir), std::ios::app);
+    log << fmt::format("==== tpurun: setup of TPU VM {} (id {}) at {} ====\n", job_.spec.name, node.id,
+                       format_utc_time(std::chrono::system_clock::now()));
+    for (const WorkerOutcome& o : outcomes) {
+      for (const std::string* text : {&o.out, &o.err}) {
+        size_t start = 0;
+        while (start < text->size()) {
+          size_t end = text->find('\n', start);
+          if (end == std::string::npos) end = text->size();
+          log << "[" << o.worker.display() << "] " << text->substr(start, end - start) << "\n";
+          start = end + 1;
+        }
+      }
+      const CommandExit* exit = o.exit();
+      log << fmt::format("[{}] {}\n", o.worker.display(),
+                         exit ? fmt::format("exit {}", exit->code) : "failed: " + o.error()->message);
+    }
+  }
+
+  const RecreateJob& job_;
+  RecreateIo& io_;
+  RecreateResult result_;
+};
+
+}  // namespace
+
+RecreateResult recreate_tpu_vm(const RecreateJob& job, const TpuNode& gone, RecreateIo& io) {
+  return Recreate(job, io).run(gone);
+}
+
+}  // namespace tpurun

@@ -1,0 +1,228 @@
+#include "runs/watcher/gang.hpp"
+
+#include <fmt/format.h>
+
+#include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/util/signal_name.hpp"
+
+namespace tpurun {
+namespace {
+
+bool ended(WorkerState s) {
+  return s == WorkerState::succeeded || s == WorkerState::failed || s == WorkerState::lost ||
+         s == WorkerState::stopped;
+}
+
+}  // namespace
+
+std::string describe_exit(int code) {
+  if (code > 128 && code < 128 + 65) return fmt::format("killed by SIG{}", signal_abbrev(code - 128));
+  return fmt::format("exited {}", code);
+}
+
+GangMonitor::GangMonitor(GangPolicy policy, std::vector<int> workers, int attempt) : policy_(policy) {
+  state_.max_attempts = policy.max_attempts;
+  state_.on_failure = policy.stop_on_failure ? "stop" : "continue";
+  for (int w : workers) state_.workers.push_back(WorkerStatus{w, WorkerState::pending, {}, {}, ""});
+  begin_attempt(attempt);
+}
+
+void GangMonitor::begin_attempt(int attempt) {
+  state_.attempt = attempt;
+  state_.verdict = RunVerdict::running;
+  state_.stopped_others = false;
+  stopping_ = false;
+  failed_this_attempt_ = false;
+  stalled_ = false;
+  no_restart_ = false;
+  for (WorkerStatus& w : state_.workers) w = WorkerStatus{w.worker, WorkerState::pending, {}, {}, ""};
+  trackers_.assign(state_.workers.size(), Tracker{});
+}
+
+void GangMonitor::note_failure(const WorkerStatus& w, Time now, std::optional<Time> since) {
+  if (failed_this_attempt_) return;
+  failed_this_attempt_ = true;
+  GangFailure f;
+  f.worker = w.worker;
+  f.at = format_utc_time(now);
+  f.detail = w.detail;
+  if (w.state == WorkerState::lost) {
+    f.how = "lost";
+    f.since = format_utc_time(since.value_or(now));
+  } else if (w.exit_code && *w.exit_code > 128 && *w.exit_code < 128 + 65) {
+    f.how = "signal";
+    f.exit_code = *w.exit_code;
+    f.signal = signal_abbrev(*w.exit_code - 128);
+  } else {
+    f.how = "exit";
+    f.exit_code = w.exit_code.value_or(1);
+  }
+  state_.first_failure = f;
+}
+
+void GangMonitor::update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Time now) {
+  if (ended(w.state) && w.state != WorkerState::lost) return;
+  if (s.exit_code) {
+    if (w.state == WorkerState::lost) return;  // too late: the gang already counted it lost
+    w.exit_code = s.exit_code;
+    if (*s.exit_code == 0) {
+      w.state = WorkerState::succeeded;
+      w.detail = "exited 0";
+    } else if (stopping_ && failed_this_attempt_ && state_.first_failure->worker != w.worker) {
+      w.state = WorkerState::stopped;
+      w.detail = fmt::format("stopped by tpurun ({})", describe_exit(*s.exit_code));
+    } else {
+      w.state = WorkerState::failed;
+      w.detail = describe_exit(*s.exit_code);
+      note_failure(w, now, std::nullopt);
+    }
+    return;
+  }
+  if (w.state == WorkerState::lost) return;
+  if (s.pid) {
+    w.pid = s.pid;
+    if (w.state == WorkerState::pending) w.state = WorkerState::running;
+  } else if (w.state == WorkerState::pending) {
+    if (!t.pending_since) t.pending_since = now;
+    if (now - *t.pending_since >= policy_.start_timeout) {
+      w.state = WorkerState::lost;
+      w.detail = "its job never started (no pid record)";
+      note_failure(w, now, t.pending_since);
+    }
+    return;
+  }
+  switch (s.probe) {
+    case Probe::none:
+      return;
+    case Probe::alive:
+      t = Tracker{};
+      w.state = WorkerState::running;
+      w.detail.clear();
+      return;
+    case Probe::dead:
+      t.unreachable_since.reset();
+      // Twice in a row: the wrapper had time to write its exit record.
+      if (++t.dead_probes >= 2) {
+        w.state = WorkerState::lost;
+        w.detail = "its job is gone without an exit record (killed with SIGKILL, OOM-killed, or the host rebooted)";
+        note_failure(w, now, now);
+      }
+      return;
+    case Probe::unreachable:
+      t.dead_probes = 0;
+      if (!t.unreachable_since) t.unreachable_since = now;
+      w.detail = fmt::format("unreachable since {}{}", format_utc_time(*t.unreachable_since),
+                             s.probe_error.empty() ? "" : ": " + s.probe_error);
+      if (now - *t.unreachable_since >= policy_.lost_after) {
+        w.state = WorkerState::lost;
+        note_failure(w, now, t.unreachable_since);
+      }
+      return;
+  }
+}
+
+bool GangMonitor::all_ended() const {
+  for (const WorkerStatus& w : state_.workers) {
+    if (!ended(w.state)) return false;
+  }
+  return true;
+}
+
+bool GangMonitor::retryable() const {
+  if (!policy_.restart_on || !state_.first_failure) return true;
+  const GangFailure& f = *state_.first_failure;
+  if (f.how == "stalled") return true;  // --on-stall restart asked for it; no exit code to judge
+  return policy_.restart_on->contains(f.how == "lost" ? 255 : f.exit_code);
+}
+
+GangAction GangMonitor::finish(bool stop_requested) {
+  if (failed_this_attempt_ && !stop_requested && !no_restart_ && state_.attempt < state_.max_attempts &&
+      retryable()) {
+    state_.verdict = RunVerdict::restarting;
+    for (WorkerStatus& w : state_.workers) {
+      if (w.state != WorkerState::succeeded || policy_.stop_on_failure) w.state = WorkerState::restarting;
+    }
+    return GangAction::restart;
+  }
+  if (stop_requested) {
+    state_.verdict = RunVerdict::stopped;
+  } else if (failed_this_attempt_) {
+    state_.verdict = state_.first_failure->how == "lost" ? RunVerdict::lost : RunVerdict::failed;
+  } else {
+    state_.verdict = RunVerdict::succeeded;
+  }
+  return GangAction::finished;
+}
+
+void GangMonitor::give_up() {
+  if (is_final(state_.verdict)) return;
+  state_.verdict = state_.first_failure && state_.first_failure->how == "lost" ? RunVerdict::lost : RunVerdict::failed;
+}
+
+void GangMonitor::stalled(Time now, const std::string& detail, bool may_restart) {
+  if (failed_this_attempt_ || is_final(state_.verdict)) return;
+  failed_this_attempt_ = stalled_ = true;
+  no_restart_ = !may_restart;
+  GangFailure f;
+  f.worker = -1;  // no one worker: the gang
+  f.how = "stalled";
+  f.at = format_utc_time(now);
+  f.detail = detail;
+  state_.first_failure = f;
+}
+
+bool GangMonitor::preempted(Preemption what) {
+  // lost or failed: because of it
+  if (is_final(state_.verdict) && state_.verdict != RunVerdict::lost && state_.verdict != RunVerdict::failed) {
+    return false;
+  }
+  what.attempt = state_.attempt;
+  state_.preemptions.push_back(std::move(what));
+  if (!policy_.recreate || static_cast<int>(state_.preemptions.size()) > policy_.max_preemptions) {
+    state_.verdict = RunVerdict::preempted;
+    return false;
+  }
+  state_.max_attempts += 1;  // this attempt was the cloud's doing, not the job's
+  state_.verdict = RunVerdict::restarting;
+  for (WorkerStatus& w : state_.workers) w.state = WorkerState::restarting;
+  return true;
+}
+
+void GangMonitor::recreate_failed(const std::string& why) {
+  if (state_.verdict != RunVerdict::restarting || state_.preemptions.empty()) return;
+  state_.max_attempts -= 1;
+  state_.preemptions.back().action = "not recreated";
+  state_.preemptions.back().why = why;
+  state_.verdict = RunVerdict::preempted;
+}
+
+void GangMonitor::resume(const std::vector<Preemption>& earlier) {
+  state_.preemptions = earlier;
+  for (const Preemption& p : earlier) state_.max_attempts += p.recreated() ? 1 : 0;
+}
+
+GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested) {
+  for (const WorkerSample& s : samples) {
+    for (size_t i = 0; i < state_.workers.size(); ++i) {
+      if (state_.workers[i].worker == s.worker) update(state_.workers[i], trackers_[i], s, now);
+    }
+  }
+  if (stop_requested) {
+    // `tpurun kill --run` does the killing; the run ends here, as stopped.
+    for (WorkerStatus& w : state_.workers) {
+      if (!ended(w.state)) {
+        w.state = WorkerState::stopped;
+        w.detail = "stopped by tpurun kill";
+      }
+    }
+    return finish(true);
+  }
+  if (failed_this_attempt_ && (policy_.stop_on_failure || stalled_) && !stopping_) {
+    stopping_ = true;
+    return GangAction::stop_others;
+  }
+  if (all_ended()) return finish(false);
+  return GangAction::watch;
+}
+
+}  // namespace tpurun

@@ -1,0 +1,108 @@
+#pragma once
+// The gang rule as a pure state machine: a run makes progress only while every
+// worker does, so the first worker that fails (non-zero exit, or lost) ends
+// the attempt for all of them. The watcher feeds it what it sees; it says
+// what to do. No I/O, no clock of its own: unit-tested on its own.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/runs/watcher/liveness.hpp"
+#include "tpurun/runs/watcher/restart_codes.hpp"
+
+namespace tpurun {
+
+struct GangPolicy {
+  bool stop_on_failure = true;  // --on-failure stop (else continue)
+  int max_attempts = 1;         // 1 + --restarts
+  std::chrono::milliseconds lost_after{60000};
+  // A job with no pid record this long after its attempt began never started
+  // (its launcher was cut off): the worker is lost.
+  std::chrono::milliseconds start_timeout{120000};
+  // --restart-on-exit-codes: a failure restarts only when its exit code is one
+  // of these (a lost worker counts as 255); unset: every failure may.
+  std::optional<RestartCodes> restart_on;
+  // --recreate: a TPU VM found preempted is created again and the run goes on,
+  // at most max_preemptions times; such an attempt does not use up a restart.
+  bool recreate = false;
+  int max_preemptions = kDefaultMaxPreemptions;
+};
+
+// One look at one worker, for the current attempt.
+struct WorkerSample {
+  int worker = 0;
+  std::optional<int> pid;        // its pid record
+  std::optional<int> exit_code;  // its exit record
+  Probe probe = Probe::none;     // a fresh probe result, or none
+  std::string probe_error;       // why it was unreachable
+};
+
+enum class GangAction {
+  watch,        // nothing to do
+  stop_others,  // the attempt failed: stop the run's jobs on every worker
+  restart,      // every worker has ended and another attempt is allowed
+  finished,     // the run is over; state().verdict says how
+};
+
+class GangMonitor {
+ public:
+  using Time = std::chrono::system_clock::time_point;
+  GangMonitor(GangPolicy policy, std::vector<int> workers, int attempt = 1);
+
+  GangAction observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested);
+  // A new attempt: every worker pending again; the last failure is kept until replaced.
+  void begin_attempt(int attempt);
+  const RunState& state() const { return state_; }
+  // A kill after the failure has been carried out: the workers that are still
+  // not answering stay as they are until they are lost.
+  void others_stopped() { state_.stopped_others = true; }
+  // No further attempt after all (its --env values are gone): the failure stands.
+  void give_up();
+  // The TPU VM is gone (PREEMPTED, TERMINATED, deleted). True: recreating it
+  // is allowed (--recreate, within --max-preemptions), and another attempt is
+  // granted that uses up no restart (xpk's rule); the run is restarting. False:
+  // the run ends as preempted. Either way `what` is recorded.
+  bool preempted(Preemption what);
+  // The granted attempt cannot happen after all (the TPU VM was not
+  // recreated: `why`): the run ends as preempted.
+  void recreate_failed(const std::string& why);
+  // The latest preemption, to add what became of it (when the VM came back,
+  // which attempt resumed, where the time went).
+  Preemption* last_preemption() { return state_.preemptions.empty() ? nullptr : &state_.preemptions.back(); }
+  // A watcher that picks up a run keeps its earlier preemptions, and the
+  // attempts they granted.
+  void resume(const std::vector<Preemption>& earlier);
+  // The last failure may be restarted (--restart-on-exit-codes).
+  bool retryable() const;
+  // The attempt is stalled (every worker at 0% duty cycle, no new log line)
+  // and --on-stall asks for action: it fails as a whole, the next observe()
+  // says stop_others (whatever --on-failure says), and a restart follows only
+  // when `may_restart` and --restarts allow.
+  void stalled(Time now, const std::string& detail, bool may_restart);
+
+ private:
+  struct Tracker {
+    std::optional<Time> pending_since;
+    int dead_probes = 0;
+    std::optional<Time> unreachable_since;
+  };
+  void update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Time now);
+  void note_failure(const WorkerStatus& w, Time now, std::optional<Time> since);
+  bool all_ended() const;
+  GangAction finish(bool stop_requested);
+
+  GangPolicy policy_;
+  RunState state_;
+  std::vector<Tracker> trackers_;
+  bool stopping_ = false;           // stop_others was returned this attempt
+  bool failed_this_attempt_ = false;  // first_failure belongs to this attempt
+  bool stalled_ = false;              // this attempt failed by stalling
+  bool no_restart_ = false;           // ... under --on-stall stop
+};
+
+// "killed by SIGTERM" for 143, "exited 3" for 3.
+std::string describe_exit(int code);
+
+}  // namespace tpurun

@@ -1,0 +1,44 @@
+#pragma once
+// Transport over libssh, in-process: no ssh client is forked per worker.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "tpurun/pod/pod.hpp"
+#include "tpurun/transport/transport.hpp"
+
+struct ssh_session_struct;  // libssh's session and key, declared here to keep libssh out of this header
+struct ssh_key_struct;
+
+namespace tpurun {
+
+struct SshTransportOptions {
+  SshSettings ssh;
+  std::string key_exchange;  // e.g. "curve25519-sha256"; empty: libssh's default list
+  int log_verbosity = 0;     // libssh's SSH_LOG_* level
+};
+
+class SshTransport : public Transport {
+ public:
+  explicit SshTransport(SshTransportOptions options);
+  ~SshTransport() override;
+  SshTransport(const SshTransport&) = delete;
+  SshTransport& operator=(const SshTransport&) = delete;
+  Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
+                                                              const CancelToken& cancel) override;
+
+ private:
+  std::optional<TransportError> authenticate(::ssh_session_struct* session);
+  ::ssh_key_struct* identity_key();  // the identity file's key, loaded once; nullptr if it cannot be
+  std::optional<TransportError> verify_host_key(::ssh_session_struct* session, const Worker& worker);
+  std::optional<TransportError> record_host_key(::ssh_session_struct* session);
+  std::optional<TransportError> record_alias_key(::ssh_session_struct* session, const std::string& alias);
+
+  SshTransportOptions options_;
+  std::mutex known_hosts_write_;  // accept-new appends from many threads
+  std::once_flag identity_loaded_;
+  ::ssh_key_struct* identity_ = nullptr;
+};
+
+}  // namespace tpurun

@@ -1,0 +1,70 @@
+// LogTail reads only the logs it is told changed, from where it left off.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "fakes/slurp.hpp"
+#include "fakes/temp_dir.hpp"
+#include "tpurun/runs/follow/log_tail.hpp"
+
+namespace tpurun {
+namespace {
+
+using testing::slurp;
+
+class LogTailTest : public ::testing::Test {
+ protected:
+  LogTailTest() : out_(std::tmpfile()), err_(std::tmpfile()), printer_(out_, err_, false, false) {
+    workers_ = {Worker{0, "h0", 22}, Worker{1, "h1", 22}};
+    LiveOutputOptions options;
+    options.collapse = false;
+    options.status_line = false;
+    live_ = std::make_unique<LiveOutput>(printer_, workers_, options);
+  }
+  ~LogTailTest() override {
+    live_.reset();
+    std::fclose(out_);
+    std::fclose(err_);
+  }
+  void append(int worker, const std::string& text) {
+    std::ofstream(dir_.path() + "/worker" + std::to_string(worker) + ".log", std::ios::app) << text;
+  }
+
+  testing::TempDir dir_;
+  std::FILE* out_;
+  std::FILE* err_;
+  LinePrinter printer_;
+  std::vector<Worker> workers_;
+  std::unique_ptr<LiveOutput> live_;
+};
+
+TEST_F(LogTailTest, NamesEachWorkersLogFile) {
+  LogTail follower(dir_.path(), workers_, *live_);
+  EXPECT_EQ(follower.file_names(), (std::vector<std::string>{"worker0.log", "worker1.log"}));
+}
+
+TEST_F(LogTailTest, DrainsOnlyTheGivenWorkersFromWhereItLeftOff) {
+  LogTail follower(dir_.path(), workers_, *live_);
+  append(0, "zero a\n");
+  append(1, "one a\n");
+  EXPECT_TRUE(follower.drain(std::vector<int>{1}));
+  EXPECT_EQ(slurp(out_), "[w1 h1] one a\n");
+
+  append(1, "one b\n");
+  EXPECT_TRUE(follower.drain(std::vector<int>{1}));
+  EXPECT_FALSE(follower.drain(std::vector<int>{1}));  // nothing new
+  follower.drain();                                  // everything else
+  EXPECT_EQ(slurp(out_), "[w1 h1] one a\n[w1 h1] one b\n[w0 h0] zero a\n");
+}
+
+TEST_F(LogTailTest, ALogNotCreatedYetIsNothingToRead) {
+  LogTail follower(dir_.path(), workers_, *live_);
+  EXPECT_FALSE(follower.drain(std::vector<int>{0, 1}));
+  append(0, "late\n");
+  EXPECT_TRUE(follower.drain(std::vector<int>{0, 1}));
+  EXPECT_EQ(slurp(out_), "[w0 h0] late\n");
+}
+
+}  // namespace
+}  // namespace tpurun
