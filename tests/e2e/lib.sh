@@ -150,6 +150,12 @@ trap 'exit 130' INT
 
 "$FAKEPOD" up "$FAKEPOD_WORKERS" >&2 || fail "fakepod up $FAKEPOD_WORKERS failed"
 eval "$("$FAKEPOD" env)"
+# A test that ctest killed at its timeout leaves its runs' watchers behind
+# (they are detached): they would go on acting on pods the next test reuses.
+for _p in $(pgrep -u alice,bob,carol -f -- ' _watcher /' || true); do
+  note "a watcher left by an earlier test: $(tr '\0' ' ' </proc/"$_p"/cmdline 2>/dev/null); stopping it"
+  kill -9 "$_p" 2>/dev/null || true
+done
 export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_NET FAKEPOD_WORKERS FAKEPOD_CONFIG FAKEPOD_API FAKEPOD_GCLOUD_CONFIGS \
   FAKEPOD_NFS_MODE FAKEPOD_NFS_EXPORT FAKEPOD_NFS_OPTIONS
 _E2E_READY=1
