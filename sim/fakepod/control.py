@@ -5,7 +5,7 @@ import threading
 import os
 import time
 
-from . import cloud, config, netns, workers
+from . import capacity, cloud, config, netns, workers
 from .cloud import ApiError, Node
 
 
@@ -79,6 +79,8 @@ def route(c, method, path, query, h):
             if op.get("error"):
                 raise ApiError(500, "INTERNAL", op["error"]["message"])
         return 200, op
+    if cmd == "capacity":
+        return 200, capacity.control(c, req)
     if cmd == "node-add":
         slots = [int(s) for s in req["slots"]]
         full = "projects/%s/locations/%s/nodes/%s" % (req.get("project") or config.PROJECT, req["zone"], req["name"])

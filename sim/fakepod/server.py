@@ -30,7 +30,7 @@ import time
 import traceback
 import urllib.parse
 
-from . import api, cloud, config, control, host, netns, procs, workers
+from . import api, capacity, cloud, config, control, host, netns, procs, workers
 from .cloud import ApiError, Node
 
 DEFAULT_DELAYS = {"create": 0.3, "delete": 0.2, "stop": 0.2, "start": 0.2, "update": 0.1}
@@ -319,8 +319,7 @@ class Cloud:
             except ApiError as e:
                 with self.lock:
                     op["done"] = True
-                    op["error"] = {"code": {"NOT_FOUND": 5, "FAILED_PRECONDITION": 9}.get(e.status, 13),
-                                   "message": e.message}
+                    op["error"] = cloud.rpc_error(e)
             except Exception as e:  # noqa: BLE001
                 self.log("operation %s failed: %s" % (op["name"], traceback.format_exc().replace("\n", " | ")))
                 with self.lock:
@@ -464,7 +463,11 @@ class Cloud:
             raise ApiError(400, "INVALID_ARGUMENT", "Node.runtime_version is required")
         count = cloud.hosts_for(accel)
         with self.hv, self.lock:
-            slots = self.free_slots(count)
+            # A plain create in a zone out of capacity fails through its
+            # operation (capacity.py); a queued resource has its capacity.
+            short = None if queued_resource else capacity.check_create(self, zone, accel,
+                                                                        body.get("schedulingConfig"))
+            slots = [] if short else self.free_slots(count)
             nc = body.get("networkConfig") or {}
             node = Node(project, zone, name, cloud.new_node_id(), accel, body["runtimeVersion"], slots,
                         state="CREATING", metadata=body.get("metadata"), labels=body.get("labels"),
@@ -482,6 +485,10 @@ class Cloud:
             with self.hv:
                 if full not in self.nodes:
                     raise cloud.not_found(full)
+                if short:
+                    with self.lock:
+                        self.nodes.pop(full, None)
+                    raise short
                 self.halt(node.slots)
                 self.boot(node, new_vm=True)
                 self.wait_applied(node.slots, self.gen)
