@@ -1,7 +1,7 @@
 """The HTTP API gcloud talks to: request routing for the Cloud TPU v2 (and
-v2alpha1) nodes and operations, compute projects.get and
+v2alpha1) nodes, queued resources and operations, compute projects.get and
 setCommonInstanceMetadata, and OS Login. The state and its rules live in
-server.Cloud.
+server.Cloud (nodes), queued.py (queued resources) and capacity.py.
 
 Paths, methods and query parameters are gcloud 528's generated clients'
 (generated_clients/apis/tpu/v2/tpu_v2_client.py, oslogin/v1, compute/v1).
@@ -11,7 +11,7 @@ import random
 import re
 import time
 
-from . import cloud, config
+from . import cloud, config, queued
 from .cloud import ApiError
 
 NODE_RE = re.compile(r"^/(v2|v2alpha1)/projects/([^/]+)/locations/([^/]+)/(nodes|operations)(?:/([^/:]+))?(?::(\w+))?$")
@@ -74,6 +74,9 @@ def route(c, method, path, query, h):
     m = re.match(r"^/v1/users/([^/:]+)(/loginProfile|:importSshPublicKey|/sshPublicKeys/([^/]+))$", path)
     if m:
         return oslogin_route(c, method, m, query, h)
+    m = queued.QR_RE.match(path)
+    if m:
+        return queued_route(c, method, m, query, h)
     m = NODE_RE.match(path)
     if not m:
         raise ApiError(404, "NOT_FOUND", "Not found: %s %s (not part of the simulated Cloud TPU API)" % (method, path))
@@ -139,6 +142,36 @@ def route(c, method, path, query, h):
     if verb == "start" and method == "POST":
         return 200, c.op_start(node)
     raise ApiError(400, "INVALID_ARGUMENT", "unsupported: %s %s" % (method, path))
+
+
+def queued_route(c, method, m, query, h):
+    """projects.locations.queuedResources: create (POST ?queuedResourceId=Q),
+    list, get, delete (?force=true), as tpu_v2_client.py calls them."""
+    version, project, zone, qid, verb = m.groups()
+    parent = "projects/%s/locations/%s" % (project, zone)
+    if qid is None:
+        if method == "GET":
+            check_project(c, project, "tpu.queuedResources.list", parent)
+            if zone != "-":
+                check_zone(c, zone)
+            return 200, queued.list_api(c, project, zone)
+        if method == "POST":
+            check_project(c, project, "tpu.queuedResources.create", parent)
+            check_zone(c, zone)
+            return 200, queued.create(c, project, zone, (query.get("queuedResourceId") or [""])[0], h.body(),
+                                      version)
+        raise ApiError(405, "INVALID_ARGUMENT", "method %s not allowed" % method)
+    full = "%s/queuedResources/%s" % (parent, qid)
+    check_project(c, project, "tpu.queuedResources.get", full)
+    check_zone(c, zone)
+    with c.lock:
+        q = queued.get(c, full)
+        if verb is None and method == "GET":
+            return 200, queued.to_api(q)
+    if verb is None and method == "DELETE":
+        force = (query.get("force") or ["false"])[0].lower() == "true"
+        return 200, queued.delete(c, q, force)
+    raise ApiError(400, "INVALID_ARGUMENT", "unsupported by the simulator: %s %s" % (method, h.path))
 
 
 def oslogin_route(c, method, m, query, h):

@@ -131,6 +131,8 @@ def control(c, req):
         out = {"capacity": json_copy(t), "used": usage(c)}
     if what != "show":
         c.changed()
+        from . import qrsched
+        qrsched.kick(c)   # a waiting queued resource may fit now
     return out
 
 

@@ -5,7 +5,7 @@ import threading
 import os
 import time
 
-from . import capacity, cloud, config, netns, workers
+from . import capacity, cloud, config, netns, queued, workers
 from .cloud import ApiError, Node
 
 
@@ -22,7 +22,9 @@ def route(c, method, path, query, h):
         with c.lock:
             return 200, {"nodes": [dict(n.to_api(c.env), slots=n.slots, view=n.view) for n in c.nodes.values()],
                          "faults": c.faults, "settings": c.settings, "api_port": c.port,
-                         "applied": c.applied, "gen": c.gen}
+                         "applied": c.applied, "gen": c.gen,
+                         "queuedResources": [queued.to_api(q) for q in sorted(c.qrs.values(),
+                                                                              key=lambda q: q["created"])]}
     if cmd == "shutdown":
         threading.Thread(target=lambda: (time.sleep(0.05), os._exit(0)), daemon=True).start()
         return 200, {"ok": True}
@@ -54,8 +56,8 @@ def route(c, method, path, query, h):
                 body["metadata"] = req["metadata"]
             if req.get("labels"):
                 body["labels"] = req["labels"]
-            # A node that a queued resource made: nodes.create never sets this,
-            # and the simulator has no queued resources API.
+            # A node as if a queued resource had made it (nodes.create never
+            # sets this; the queued resources API does, see queued.py).
             qr = req.get("queued_resource") and "projects/%s/locations/%s/queuedResources/%s" % (
                 project, zone, req["queued_resource"])
             if req.get("new_ips"):
@@ -81,6 +83,8 @@ def route(c, method, path, query, h):
         return 200, op
     if cmd == "capacity":
         return 200, capacity.control(c, req)
+    if cmd == "qr":
+        return 200, queued.control(c, req)
     if cmd == "node-add":
         slots = [int(s) for s in req["slots"]]
         full = "projects/%s/locations/%s/nodes/%s" % (req.get("project") or config.PROJECT, req["zone"], req["name"])

@@ -30,7 +30,7 @@ import time
 import traceback
 import urllib.parse
 
-from . import api, capacity, cloud, config, control, host, netns, procs, workers
+from . import api, capacity, cloud, config, control, host, netns, procs, queued, workers
 from .cloud import ApiError, Node
 
 DEFAULT_DELAYS = {"create": 0.3, "delete": 0.2, "stop": 0.2, "start": 0.2, "update": 0.1}
@@ -50,6 +50,7 @@ class Cloud:
         self.hv = threading.RLock()          # one worker-lifecycle change at a time
         self.gen = 1                         # bumped on every metadata-visible change
         self.nodes = {}                      # full name -> Node
+        self.qrs = {}                        # full name -> queued resource (queued.py)
         self.ops = {}
         self.compute_ops = {}
         self.project_md = []                 # [{"key", "value"}]
@@ -82,6 +83,7 @@ class Cloud:
         self.instance = {int(k): v for k, v in d.get("instance", {}).items()}
         self.next_fresh = d.get("next_fresh", 0)
         self.gen = d.get("gen", 1) + 1
+        queued.load(self, d.get("qrs"))
         # Operations that were running when the server stopped never finish.
         for op in self.ops.values():
             if not op.get("done"):
@@ -92,7 +94,7 @@ class Cloud:
             d = {"nodes": {k: n.to_json() for k, n in self.nodes.items()}, "ops": self.ops,
                  "project_md": self.project_md, "oslogin": self.oslogin, "settings": self.settings,
                  "guest": self.guest, "instance": self.instance, "next_fresh": self.next_fresh,
-                 "gen": self.gen}
+                 "gen": self.gen, "qrs": self.qrs}
             # Keep the last 200 operations.
             if len(self.ops) > 200:
                 for k in sorted(self.ops, key=lambda k: self.ops[k]["metadata"]["createTime"])[:-200]:
@@ -581,6 +583,7 @@ class Cloud:
         accel = "v5litepod-%d" % (4 * n) if device == "vfio" else "v4-%d" % (8 * n)
         with self.hv:
             self.faults = {}
+            queued.reset(self)
             self.settings.pop("new_ips", None)
             self.settings.pop("agent_order", None)
             for slot in range(n):  # a clock set off by clock-skew is right again
