@@ -242,7 +242,7 @@ def start_nodes(c, q, t):
                     c.nodes[full] = node
                     q["nodes"].append(full)
                 q["granted"] = max(0, q["granted"] - 1)
-            q["doom_at"] = t + c.delay("create")
+                q["doom_at"] = t + c.delay("create")
             continue
         try:
             op = c.op_create(q["project"], q["zone"], nid, body, queued_resource=q["name"])
