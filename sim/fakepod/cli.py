@@ -22,9 +22,24 @@ USAGE = """usage: fakepod up N            start (or restore) the default pod: no
                            [--queued-resource QR]   (as if queued resource QR had made it)
        fakepod node-add NAME --zone Z --slots A-B [--state S] [--id ID] [--accelerator T]
                                a listing-only node over running workers (for board tests)
+  capacity (how many TPU VMs of a type a zone can give; unset: no limit on demand or spot, no reservation):
+       fakepod capacity set ZONE TYPE N [--spot | --reserved]   TYPE e.g. v4-8, or * for every type
+       fakepod capacity stockout ZONE   nothing on demand or spot: creates fail with code 8, QRs wait
+       fakepod capacity restock ZONE | clear | show
+  queued resources (gcloud compute tpus queued-resources ...; `fakepod status` lists them):
+       fakepod qr fail-next [--zone Z] [--code N] [--message M] [--at waiting|provisioning]
+                               the next QR created goes FAILED with that error (default: code 8,
+                               no more capacity) instead of getting capacity, or its provision fails
+       fakepod qr hold STATE SECONDS [--name QR] [--zone Z]
+                               QRs (QR, or every one created from now on) stay SECONDS in STATE:
+                               CREATING ACCEPTED WAITING_FOR_RESOURCES PROVISIONING SUSPENDING DELETING;
+                               0 ends the hold
+       fakepod qr list
+       (fakepod preempt NODE on a QR's node: the node goes PREEMPTED, its QR SUSPENDING -> SUSPENDED)
        fakepod fault zone-down Z [--code N --status S --message M] | zone-up Z
        fakepod fault latency SECONDS | delay VERB SECONDS | new-ips on|off
-       fakepod fault agent-order random|metadata | clear
+                               VERB: create delete stop start update qr-create qr-delete qr-suspend
+       fakepod fault agent-order random|metadata | clear   (clear: also capacity and qr fail-next/hold)
        fakepod metadata set KEY VALUE [--node NAME] | unset KEY [--node NAME]
        fakepod oslogin on|off  enable-oslogin in project metadata
        fakepod user add NAME [--sudo] [--no-key]   a dev VM user whose key goes to project metadata

@@ -51,6 +51,27 @@ def not_found(resource):
     return ApiError(404, "NOT_FOUND", "Resource '%s' was not found" % resource, resource)
 
 
+# google.rpc.Code numbers, as an operation's `error.code` carries them
+# (google/rpc/code.proto): gcloud prints an operation's error as that JSON.
+RPC_CODES = {"CANCELLED": 1, "UNKNOWN": 2, "INVALID_ARGUMENT": 3, "DEADLINE_EXCEEDED": 4, "NOT_FOUND": 5,
+             "ALREADY_EXISTS": 6, "PERMISSION_DENIED": 7, "RESOURCE_EXHAUSTED": 8, "FAILED_PRECONDITION": 9,
+             "ABORTED": 10, "OUT_OF_RANGE": 11, "UNIMPLEMENTED": 12, "INTERNAL": 13, "UNAVAILABLE": 14}
+RPC_STATUS = {v: k for k, v in RPC_CODES.items()}
+HTTP_FOR = {3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 10: 409, 13: 500, 14: 503}
+
+
+def rpc_error(e):
+    """An ApiError as an operation's (or a failedData's) google.rpc.Status."""
+    return {"code": RPC_CODES.get(e.status, 13), "message": e.message}
+
+
+def eid(rng=random):
+    """Cloud TPU ends its error messages with an error id, e.g.
+    "... [EID: 0x1bc8f9d790be9142]" (seen in SkyPilot's and PerfKitBenchmarker's
+    logs): clients must match a message by a part of it, never the whole."""
+    return "[EID: 0x%x]" % rng.randrange(16 ** 15, 16 ** 16)
+
+
 def hosts_for(accelerator_type):
     """How many TPU VM hosts (workers) an accelerator type has."""
     try:

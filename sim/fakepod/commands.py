@@ -377,6 +377,8 @@ def cmd_status(args):
         print("node %s %s %s%s workers=%d%s" % (nd["name"], nd["state"], nd["acceleratorType"],
                                                 " " + nd["health"] if nd.get("health") else "", len(nd["slots"]),
                                                 " (view)" if nd["view"] else ""))
+    for q in st.get("queuedResources", []):
+        print(qr_line(q))
     if st["faults"]:
         print("faults %s" % json.dumps(st["faults"], sort_keys=True))
     nfs = nfsmode.settings(env)
@@ -616,6 +618,74 @@ def cmd_user(args):
     print("fakepod: user %s (uid %d on the dev VM)" % (name, pwd.getpwnam(name).pw_uid))
 
 
+def qr_line(q):
+    """qr NAME STATE TYPE zone=Z nodes=A,B [tier] [error]"""
+    specs = q.get("tpu", {}).get("nodeSpec", [])
+    nodes = ",".join(s.get("nodeId") or "%s-*" % ((s.get("multisliceParams") or s.get("multiNodeParams") or {})
+                                                  .get("nodeIdPrefix") or q["name"].rsplit("/", 1)[1]) for s in specs)
+    tier = [k for k in ("spot", "guaranteed", "bestEffort") if k in q] + (["reserved"] if q.get("reservationName")
+                                                                          else [])
+    err = q["state"].get("failedData", {}).get("error")
+    return "qr %s %s %s zone=%s nodes=%s%s%s%s" % (
+        q["name"].rsplit("/", 1)[1], q["state"]["state"], specs[0]["node"].get("acceleratorType", "?") if specs else "?",
+        q["name"].split("/")[3], nodes, " " + ",".join(tier) if tier else "",
+        " by=" + q["state"]["stateInitiator"] if q["state"].get("stateInitiator") else "",
+        " error=%d:%s" % (err.get("code", 0), err.get("message", "")) if err else "")
+
+
+def cmd_capacity(args):
+    """fakepod capacity set ZONE TYPE N [--spot|--reserved] | stockout ZONE | restock ZONE | clear | show"""
+    env = env_or_die()
+    need_root()
+    pos, o = parse_opts(args, {"spot", "reserved"}, set())
+    usage = "usage: fakepod capacity set ZONE TYPE N [--spot | --reserved] | stockout ZONE | restock ZONE | clear | show"
+    if not pos or pos[0] not in ("set", "stockout", "restock", "clear", "show"):
+        die(usage, 2)
+    what = pos[0]
+    body = {"what": what}
+    if what == "set":
+        if len(pos) != 4 or not pos[3].isdigit() or (o.get("spot") and o.get("reserved")):
+            die(usage, 2)
+        body.update(zone=pos[1], type=pos[2], count=int(pos[3]),
+                    pool="spot" if o.get("spot") else "reserved" if o.get("reserved") else "standard")
+    elif what in ("stockout", "restock"):
+        if len(pos) != 2:
+            die(usage, 2)
+        body["zone"] = pos[1]
+    r = control(env, "capacity", body)
+    print("fakepod: capacity %s (unset: no limit on demand or spot, no reservation); in use %s"
+          % (json.dumps(r["capacity"], sort_keys=True), json.dumps(r["used"], sort_keys=True)))
+
+
+def cmd_qr(args):
+    """fakepod qr fail-next [...] | hold STATE SECONDS [--name QR] | list"""
+    env = env_or_die()
+    need_root()
+    pos, o = parse_opts(args, set(), {"zone", "code", "message", "at", "name"})
+    usage = ("usage: fakepod qr fail-next [--zone Z] [--code N] [--message M] [--at waiting|provisioning]\n"
+             "       fakepod qr hold STATE SECONDS [--name QR] [--zone Z] | list")
+    if not pos or pos[0] not in ("fail-next", "hold", "list"):
+        die(usage, 2)
+    body = {"what": pos[0], "zone": o.get("zone")}
+    if pos[0] == "fail-next":
+        if o.get("code") is not None and not o["code"].isdigit():
+            die(usage, 2)
+        body.update(code=int(o["code"]) if o.get("code") else None, message=o.get("message"), at=o.get("at"))
+    elif pos[0] == "hold":
+        if len(pos) != 3:
+            die(usage, 2)
+        try:
+            float(pos[2])
+        except ValueError:
+            die(usage, 2)
+        body.update(state=pos[1], seconds=pos[2], name=o.get("name"))
+    r = control(env, "qr", body)
+    for q in r["queuedResources"]:
+        print(qr_line(q) + (" hold=%s" % json.dumps(q["hold"], sort_keys=True) if q.get("hold") else ""))
+    if pos[0] != "list":
+        print("fakepod: queued-resource faults %s" % json.dumps(r["faults"], sort_keys=True))
+
+
 COMMANDS = {
     "up": cmd_up,
     "down": cmd_down,
@@ -634,6 +704,8 @@ COMMANDS = {
     "start": node_cmd("start"),
     "create": node_cmd("create"),
     "node-add": cmd_node_add,
+    "capacity": cmd_capacity,
+    "qr": cmd_qr,
     "fault": cmd_fault,
     "clock-skew": cmd_clock_skew,
     "metadata": cmd_metadata,

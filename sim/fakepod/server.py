@@ -9,7 +9,8 @@ It serves three sockets:
     metadata server knows the VM a request comes from;
   - $STATE/control.sock (root only) for the fakepod CLI.
 It owns the cloud's state ($STATE/cloud.json) and drives the workers
-(workers.py) and the forwarder (netns.py) when nodes change state.
+(workers.py) and the forwarder (netns.py) when nodes change state. The HTTP
+API's routing is api.py's, the CLI's control.py's.
 """
 import concurrent.futures
 import heapq
@@ -17,7 +18,6 @@ import http.server
 import json
 import os
 import pwd
-import random
 import re
 import shutil
 import signal
@@ -30,7 +30,7 @@ import time
 import traceback
 import urllib.parse
 
-from . import cloud, config, host, netns, procs, workers
+from . import api, capacity, cloud, config, control, host, netns, procs, queued, workers
 from .cloud import ApiError, Node
 
 DEFAULT_DELAYS = {"create": 0.3, "delete": 0.2, "stop": 0.2, "start": 0.2, "update": 0.1}
@@ -50,6 +50,7 @@ class Cloud:
         self.hv = threading.RLock()          # one worker-lifecycle change at a time
         self.gen = 1                         # bumped on every metadata-visible change
         self.nodes = {}                      # full name -> Node
+        self.qrs = {}                        # full name -> queued resource (queued.py)
         self.ops = {}
         self.compute_ops = {}
         self.project_md = []                 # [{"key", "value"}]
@@ -82,6 +83,7 @@ class Cloud:
         self.instance = {int(k): v for k, v in d.get("instance", {}).items()}
         self.next_fresh = d.get("next_fresh", 0)
         self.gen = d.get("gen", 1) + 1
+        queued.load(self, d.get("qrs"))
         # Operations that were running when the server stopped never finish.
         for op in self.ops.values():
             if not op.get("done"):
@@ -92,7 +94,7 @@ class Cloud:
             d = {"nodes": {k: n.to_json() for k, n in self.nodes.items()}, "ops": self.ops,
                  "project_md": self.project_md, "oslogin": self.oslogin, "settings": self.settings,
                  "guest": self.guest, "instance": self.instance, "next_fresh": self.next_fresh,
-                 "gen": self.gen}
+                 "gen": self.gen, "qrs": self.qrs}
             # Keep the last 200 operations.
             if len(self.ops) > 200:
                 for k in sorted(self.ops, key=lambda k: self.ops[k]["metadata"]["createTime"])[:-200]:
@@ -319,8 +321,7 @@ class Cloud:
             except ApiError as e:
                 with self.lock:
                     op["done"] = True
-                    op["error"] = {"code": {"NOT_FOUND": 5, "FAILED_PRECONDITION": 9}.get(e.status, 13),
-                                   "message": e.message}
+                    op["error"] = cloud.rpc_error(e)
             except Exception as e:  # noqa: BLE001
                 self.log("operation %s failed: %s" % (op["name"], traceback.format_exc().replace("\n", " | ")))
                 with self.lock:
@@ -464,7 +465,11 @@ class Cloud:
             raise ApiError(400, "INVALID_ARGUMENT", "Node.runtime_version is required")
         count = cloud.hosts_for(accel)
         with self.hv, self.lock:
-            slots = self.free_slots(count)
+            # A plain create in a zone out of capacity fails through its
+            # operation (capacity.py); a queued resource has its capacity.
+            short = None if queued_resource else capacity.check_create(self, zone, accel,
+                                                                        body.get("schedulingConfig"))
+            slots = [] if short else self.free_slots(count)
             nc = body.get("networkConfig") or {}
             node = Node(project, zone, name, cloud.new_node_id(), accel, body["runtimeVersion"], slots,
                         state="CREATING", metadata=body.get("metadata"), labels=body.get("labels"),
@@ -482,6 +487,10 @@ class Cloud:
             with self.hv:
                 if full not in self.nodes:
                     raise cloud.not_found(full)
+                if short:
+                    with self.lock:
+                        self.nodes.pop(full, None)
+                    raise short
                 self.halt(node.slots)
                 self.boot(node, new_vm=True)
                 self.wait_applied(node.slots, self.gen)
@@ -574,13 +583,14 @@ class Cloud:
         accel = "v5litepod-%d" % (4 * n) if device == "vfio" else "v4-%d" % (8 * n)
         with self.hv:
             self.faults = {}
+            queued.reset(self)
             self.settings.pop("new_ips", None)
             self.settings.pop("agent_order", None)
             for slot in range(n):  # a clock set off by clock-skew is right again
                 if workers.clock_skew(env, slot):
                     workers.set_clock_skew(env, slot, 0)
                     if workers.init_pid(env, slot):
-                        restart_sshd(env, slot)
+                        workers.restart_sshd(env, slot)
             d = self.default_node()
             want = list(range(n))
             started = 0
@@ -805,11 +815,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 lat = float(c.faults.get("latency", 0) or 0)
                 if lat:
                     time.sleep(lat)
-                code, body = api_route(c, method, urllib.parse.unquote(url.path), query, self)
+                code, body = api.route(c, method, urllib.parse.unquote(url.path), query, self)
             elif self.kind == "mds":
                 code, body = mds_route(c, method, url.path, query, self)
             else:
-                code, body = control_route(c, method, url.path, query, self)
+                code, body = control.route(c, method, url.path, query, self)
         except ApiError as e:
             code, body = e.code, e.body()
         except Exception as e:  # noqa: BLE001 - answer 500, log the trace
@@ -841,175 +851,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_PUT(self):
         self.handle_any("PUT")
 
-
-NODE_RE = re.compile(r"^/(v2|v2alpha1)/projects/([^/]+)/locations/([^/]+)/(nodes|operations)(?:/([^/:]+))?(?::(\w+))?$")
-
-
-def check_project(c, project, perm, resource):
-    if project not in (config.PROJECT, config.PROJECT_NUMBER):
-        raise ApiError(403, "PERMISSION_DENIED", "Permission '%s' denied on '%s'" % (perm, resource))
-
-
-def check_zone(c, zone):
-    z = c.faults.get("zones", {}).get(zone)
-    if z:
-        raise ApiError(int(z.get("code", 503)), z.get("status", "UNAVAILABLE"),
-                       z.get("message", "The service is currently unavailable."))
-
-
-def api_route(c, method, path, query, h):
-    if path.startswith("/compute/v1/projects/"):
-        project = path[len("/compute/v1/projects/"):].strip("/")
-        if method == "GET" and "/" not in project:
-            if project != config.PROJECT:
-                raise ApiError(403, "PERMISSION_DENIED", "Required 'compute.projects.get' permission for "
-                               "'projects/%s'" % project)
-            items = c.project_md
-            return 200, {"kind": "compute#project", "id": config.PROJECT_NUMBER, "name": config.PROJECT,
-                         "creationTimestamp": "2024-01-01T00:00:00.000-08:00",
-                         "commonInstanceMetadata": {"kind": "compute#metadata", "fingerprint": cloud.fingerprint(items),
-                                                    "items": items},
-                         "selfLink": "https://www.googleapis.com/compute/v1/projects/%s" % config.PROJECT,
-                         "defaultServiceAccount": "%s-compute@developer.gserviceaccount.com" % config.PROJECT_NUMBER,
-                         "xpnProjectStatus": "UNSPECIFIED_XPN_PROJECT_STATUS",
-                         "defaultNetworkTier": "PREMIUM"}
-        m = re.match(r"^([^/]+)/(setCommonInstanceMetadata|global/operations/([^/]+?)(/wait)?)$", project)
-        if m and m.group(1) == config.PROJECT:
-            if m.group(2) == "setCommonInstanceMetadata" and method == "POST":
-                # What `gcloud compute project-info add-metadata` sends: the
-                # whole list, with the fingerprint it read (412 if stale).
-                req = h.body()
-                with c.lock:
-                    if req.get("fingerprint") != cloud.fingerprint(c.project_md):
-                        raise ApiError(412, "FAILED_PRECONDITION", "Supplied fingerprint does not match current "
-                                       "metadata fingerprint.")
-                    c.project_md = [{"key": i["key"], "value": i.get("value", "")} for i in req.get("items", [])]
-                c.changed()
-                name = "operation-%d-%012x" % (int(time.time() * 1000), random.randrange(16 ** 12))
-                c.compute_ops[name] = {"kind": "compute#operation", "id": str(random.randrange(10 ** 18)),
-                                       "name": name, "operationType": "compute.projects.setCommonInstanceMetadata",
-                                       "targetLink": "https://www.googleapis.com/compute/v1/projects/%s" % config.PROJECT,
-                                       "status": "DONE", "progress": 100, "user": "fakepod",
-                                       "insertTime": cloud.now_rfc3339(), "startTime": cloud.now_rfc3339(),
-                                       "endTime": cloud.now_rfc3339(),
-                                       "selfLink": "https://www.googleapis.com/compute/v1/projects/%s/global/"
-                                                   "operations/%s" % (config.PROJECT, name)}
-                return 200, c.compute_ops[name]
-            if m.group(3) and m.group(3) in c.compute_ops:
-                return 200, c.compute_ops[m.group(3)]
-        raise ApiError(404, "NOT_FOUND", "The simulated compute API serves only projects.get, "
-                       "projects.setCommonInstanceMetadata and global operations (%s %s)" % (method, path))
-    m = re.match(r"^/v1/users/([^/:]+)(/loginProfile|:importSshPublicKey|/sshPublicKeys/([^/]+))$", path)
-    if m:
-        return oslogin_route(c, method, m, query, h)
-    m = NODE_RE.match(path)
-    if not m:
-        raise ApiError(404, "NOT_FOUND", "Not found: %s %s (not part of the simulated Cloud TPU API)" % (method, path))
-    version, project, zone, coll, name, verb = m.groups()
-    parent = "projects/%s/locations/%s" % (project, zone)
-    if coll == "operations":
-        check_project(c, project, "tpu.operations.get", parent)
-        op = c.ops.get("%s/operations/%s" % (parent, name))
-        if op is None or method != "GET":
-            raise cloud.not_found("%s/operations/%s" % (parent, name))
-        with c.lock:
-            return 200, json.loads(json.dumps(op))
-    if name is None:
-        check_project(c, project, "tpu.nodes.list", parent)
-        if zone != "-":
-            check_zone(c, zone)
-        if method == "GET":
-            with c.lock:
-                nodes = [n.to_api(c.env) for n in c.nodes.values()
-                         if n.project == project and (zone == "-" or n.zone == zone)]
-            return 200, ({"nodes": nodes} if nodes else {})
-        if method == "POST":
-            check_project(c, project, "tpu.nodes.create", parent)
-            node_id = (query.get("nodeId") or [""])[0]
-            return 200, c.op_create(project, zone, node_id, h.body())
-        raise ApiError(405, "INVALID_ARGUMENT", "method %s not allowed" % method)
-    full = "%s/nodes/%s" % (parent, name)
-    check_project(c, project, "tpu.nodes.get", full)
-    check_zone(c, zone)
-    with c.lock:
-        node = c.node(project, zone, name)
-    if verb is None and method == "GET":
-        with c.lock:
-            return 200, node.to_api(c.env)
-    if verb is None and method == "PATCH":
-        mask = (query.get("updateMask") or [""])[0]
-        return 200, c.op_patch(node, mask, h.body())
-    if verb is None and method == "DELETE":
-        return 200, c.op_delete(node)
-    if verb == "getGuestAttributes" and method == "POST":
-        req = h.body()
-        ids = [w for w in (req.get("workerIds") or [""])]
-        idx = list(range(len(node.slots))) if ids in ([], [""]) else []
-        for w in ids:
-            if w == "":
-                continue
-            if not w.isdigit() or int(w) >= len(node.slots):
-                raise ApiError(400, "INVALID_ARGUMENT", "Invalid worker id %r" % w)
-            idx.append(int(w))
-        out = []
-        with c.lock:
-            for i in idx:
-                items = []
-                for k, v in sorted(c.guest.get(node.slots[i], {}).items()):
-                    ns, key = k.split("/", 1)
-                    if req.get("queryPath") and not k.startswith(req["queryPath"]):
-                        continue
-                    items.append({"namespace": ns, "key": key, "value": v})
-                out.append({"queryPath": req.get("queryPath", ""), "queryValue": {"items": items}})
-        return 200, {"guestAttributes": out}
-    if verb == "stop" and method == "POST":
-        return 200, c.op_stop(node)
-    if verb == "start" and method == "POST":
-        return 200, c.op_start(node)
-    raise ApiError(400, "INVALID_ARGUMENT", "unsupported: %s %s" % (method, path))
-
-
-def oslogin_route(c, method, m, query, h):
-    email, what, fp = m.group(1), m.group(2), m.group(3)
-    with c.lock:
-        if what == "/loginProfile" and method == "GET":
-            return 200, c.login_profile(email)
-        if what == ":importSshPublicKey" and method == "POST":
-            req = h.body()
-            key = (req.get("key") or "").strip()
-            if not key:
-                raise ApiError(400, "INVALID_ARGUMENT", "Invalid SSH key")
-            prof = c.oslogin.setdefault(email, {"keys": {}})
-            if not prof.get("username"):
-                # A new POSIX account, named from the email as OS Login does
-                # (user@example.com -> user_example_com), with a large uid.
-                prof["username"] = re.sub(r"[^a-z0-9_]", "_", email.lower())[:32]
-                prof["uid"] = prof["gid"] = 1000000000 + int(cloud.key_fingerprint(email)[:6], 16)
-                prof["home"] = "/home/%s" % prof["username"]
-                prof["admin"] = False
-            fpr = cloud.key_fingerprint(key)
-            prof.setdefault("keys", {})[fpr] = {"key": key}
-            if req.get("expirationTimeUsec"):
-                prof["keys"][fpr]["expirationTimeUsec"] = str(req["expirationTimeUsec"])
-        elif fp and method == "GET":
-            k = c.oslogin.get(email, {}).get("keys", {}).get(fp)
-            if not k:
-                raise cloud.not_found("users/%s/sshPublicKeys/%s" % (email, fp))
-            return 200, dict(k, fingerprint=fp, name="users/%s/sshPublicKeys/%s" % (email, fp))
-        elif fp and method in ("DELETE", "PATCH"):
-            keys = c.oslogin.get(email, {}).get("keys", {})
-            if fp not in keys:
-                raise cloud.not_found("users/%s/sshPublicKeys/%s" % (email, fp))
-            if method == "DELETE":
-                del keys[fp]
-            else:
-                keys[fp].update({k: v for k, v in h.body().items() if k in ("expirationTimeUsec",)})
-        else:
-            raise ApiError(400, "INVALID_ARGUMENT", "unsupported OS Login call")
-    c.changed()
-    if what == ":importSshPublicKey":
-        return 200, {"loginProfile": c.login_profile(email)}
-    return 200, {}
 
 
 # ------------------------------------------------------------ metadata server
@@ -1104,185 +945,6 @@ def mds_route(c, method, path, query, h):
 
 
 # ------------------------------------------------------------ control (the CLI)
-
-def control_route(c, method, path, query, h):
-    req = h.body() if method == "POST" else {}
-    cmd = path.strip("/").split("/")[-1]
-    if cmd == "up":
-        return 200, c.up(int(req["n"]), req.get("device", "accel"))
-    if cmd == "status":
-        with c.lock:
-            return 200, {"nodes": [dict(n.to_api(c.env), slots=n.slots, view=n.view) for n in c.nodes.values()],
-                         "faults": c.faults, "settings": c.settings, "api_port": c.port,
-                         "applied": c.applied, "gen": c.gen}
-    if cmd == "shutdown":
-        threading.Thread(target=lambda: (time.sleep(0.05), os._exit(0)), daemon=True).start()
-        return 200, {"ok": True}
-    if cmd in ("stop-worker", "start-worker", "blackhole", "partition", "heal", "rekey"):
-        return 200, worker_fault(c, cmd, int(req["slot"]))
-    if cmd == "clock-skew":
-        slot = int(req["slot"])
-        try:
-            workers.set_clock_skew(c.env, slot, int(req.get("seconds", 0)))
-        except (RuntimeError, ValueError) as e:
-            raise ApiError(400, "FAILED_PRECONDITION", str(e))
-        restart_sshd(c.env, slot)
-        return 200, {"ok": True}
-    if cmd in ("preempt", "delete", "stop", "start", "create"):
-        project = req.get("project") or config.PROJECT
-        zone = req.get("zone") or config.ZONE
-        if cmd == "create":
-            body = {"acceleratorType": req.get("accelerator") or "v4-8",
-                    "runtimeVersion": req.get("version") or "tpu-ubuntu2204-base",
-                    "networkConfig": {"enableExternalIps": not req.get("internal_ips"),
-                                      "network": req.get("network") or "default"}}
-            if req.get("subnetwork"):
-                body["networkConfig"]["subnetwork"] = req["subnetwork"]
-            if req.get("spot"):
-                body["schedulingConfig"] = {"spot": True}
-            elif req.get("preemptible"):
-                body["schedulingConfig"] = {"preemptible": True}
-            if req.get("metadata"):
-                body["metadata"] = req["metadata"]
-            if req.get("labels"):
-                body["labels"] = req["labels"]
-            # A node that a queued resource made: nodes.create never sets this,
-            # and the simulator has no queued resources API.
-            qr = req.get("queued_resource") and "projects/%s/locations/%s/queuedResources/%s" % (
-                project, zone, req["queued_resource"])
-            if req.get("new_ips"):
-                c.settings["new_ips"] = True
-            op = c.op_create(project, zone, req["name"], body, queued_resource=qr)
-        else:
-            node = c.node(project, zone, req["name"])
-            if cmd == "preempt":
-                c.preempt(node, "TERMINATED" if req.get("terminated") else "PREEMPTED",
-                          float(req.get("notice") or 0))
-                return 200, {"state": node.state}
-            if cmd == "start" and req.get("new_ips"):
-                c.settings["new_ips"] = True
-            op = {"delete": c.op_delete, "stop": c.op_stop, "start": c.op_start}[cmd](node)
-        if req.get("wait", True):
-            deadline = now() + 600
-            while not op.get("done") and now() < deadline:
-                time.sleep(0.05)
-            if req.get("new_ips"):
-                c.settings.pop("new_ips", None)
-            if op.get("error"):
-                raise ApiError(500, "INTERNAL", op["error"]["message"])
-        return 200, op
-    if cmd == "node-add":
-        slots = [int(s) for s in req["slots"]]
-        full = "projects/%s/locations/%s/nodes/%s" % (req.get("project") or config.PROJECT, req["zone"], req["name"])
-        n = Node(req.get("project") or config.PROJECT, req["zone"], req["name"], req.get("id") or cloud.new_node_id(),
-                 req.get("accelerator") or "v4-%d" % (8 * max(1, len(slots))), "tpu-ubuntu2204-base", slots,
-                 state=req.get("state") or "READY", view=True)
-        if n.state != "READY":
-            n.health = None
-        with c.lock:
-            c.nodes[full] = n
-        c.changed()
-        return 200, n.to_api(c.env)
-    if cmd == "fault":
-        what = req["what"]
-        with c.lock:
-            if what == "zone-down":
-                c.faults.setdefault("zones", {})[req["zone"]] = {
-                    "code": int(req.get("code") or 503), "status": req.get("status") or "UNAVAILABLE",
-                    "message": req.get("message") or "The service is currently unavailable."}
-            elif what == "zone-up":
-                c.faults.get("zones", {}).pop(req["zone"], None)
-            elif what == "latency":
-                c.faults["latency"] = float(req["seconds"])
-            elif what == "delay":
-                c.faults.setdefault("delays", {})[req["verb"]] = float(req["seconds"])
-            elif what == "clear":
-                c.faults = {}
-            elif what == "new-ips":
-                c.settings["new_ips"] = bool(req["on"])
-            elif what == "agent-order":
-                c.settings["agent_order"] = req["order"]
-            else:
-                raise ApiError(400, "INVALID_ARGUMENT", "unknown fault %r" % what)
-        c.changed()
-        return 200, {"faults": c.faults, "settings": c.settings}
-    if cmd == "metadata":
-        scope = req.get("scope", "project")
-        if scope == "project":
-            c.set_project_md(req["key"], req.get("value"))
-        else:
-            node = c.node(req.get("project") or config.PROJECT, req.get("zone") or config.ZONE, scope)
-            with c.lock:
-                if req.get("value") is None:
-                    node.metadata.pop(req["key"], None)
-                else:
-                    node.metadata[req["key"]] = req["value"]
-            c.changed()
-        gen = c.gen
-        with c.lock:
-            running = [s for n in c.nodes.values() if not n.view and n.state == "READY" for s in n.slots]
-        c.wait_applied(running, gen, timeout=30)
-        return 200, {"ok": True}
-    if cmd == "user":
-        with c.lock:
-            extra = c.settings.setdefault("extra_users", [])
-            if req["name"] not in extra:
-                extra.append(req["name"])
-            if req.get("sudo"):
-                c.settings.setdefault("extra_sudo", []).append(req["name"])
-        if req.get("key", True):
-            c.seed_keys()
-        c.seed_oslogin()
-        c.changed()
-        with c.lock:
-            running = [s for n in c.nodes.values() if not n.view and n.state == "READY" for s in n.slots]
-        c.wait_applied(running, c.gen, timeout=30)
-        return 200, {"ok": True}
-    raise ApiError(404, "NOT_FOUND", "unknown control request %r" % cmd)
-
-
-def worker_fault(c, cmd, slot):
-    env = c.env
-    owner = c.owner_of(slot)
-    if owner is None:
-        raise ApiError(400, "FAILED_PRECONDITION", "worker %d belongs to no running node" % slot)
-    with c.hv:
-        pid = workers.init_pid(env, slot)
-        if cmd == "stop-worker":
-            c.halt([slot])
-            workers.wait_ports([env.ip(slot)], False, 10)
-        elif cmd == "start-worker":
-            if pid:
-                if c.netns_on():
-                    netns.request(env.state, "up %d %s /proc/%d/ns/net" % (slot, env.ip(slot), pid))
-                return {"already": True}
-            c.boot(owner, [slot])
-        elif cmd == "blackhole":
-            c.halt([slot])
-            if c.netns_on():
-                netns.request(env.state, "blackhole %d %s" % (slot, env.ip(slot)))
-            else:
-                raise ApiError(400, "FAILED_PRECONDITION", "blackhole needs the forwarder (FAKEPOD_NETNS=1)")
-        elif cmd in ("partition", "heal"):
-            if not pid:
-                raise ApiError(400, "FAILED_PRECONDITION", "worker %d is down" % slot)
-            netns.request(env.state, "%s %d" % (cmd, slot))
-        elif cmd == "rekey":
-            workers.new_host_key(env, slot)
-            restart_sshd(env, slot)
-            c.changed()  # the agent publishes the new key
-    return {"ok": True}
-
-
-def restart_sshd(env, slot):
-    """The worker's init starts sshd again with its (new) config and key;
-    open sessions carry on."""
-    sp = workers.sshd_pid(env, slot)
-    if sp:
-        os.kill(sp, signal.SIGTERM)
-        while procs.alive(sp):
-            time.sleep(0.02)
-        workers.wait_ports([env.ip(slot)], True, 30)
 
 
 # ================================================================ main

@@ -15,6 +15,7 @@ Everything else (/usr, /var, /srv, ...) is the host's, at the same paths.
 """
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -484,3 +485,14 @@ def wait_ports(ips, want_open, timeout):
     if pending:
         raise RuntimeError("timed out after %gs waiting for port 22 to be %s on: %s"
                            % (timeout, "open" if want_open else "closed", " ".join(pending)))
+
+
+def restart_sshd(env, slot):
+    """The worker's init starts sshd again with its (new) config and key;
+    open sessions carry on."""
+    sp = sshd_pid(env, slot)
+    if sp:
+        os.kill(sp, signal.SIGTERM)
+        while procs.alive(sp):
+            time.sleep(0.02)
+        wait_ports([env.ip(slot)], True, 30)
