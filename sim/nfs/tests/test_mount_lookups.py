@@ -1,0 +1,137 @@
+"""A file another client made, in a directory where this client cached
+"no such file": which calls see it at once, which wait for the cache.
+
+Real Linux NFS (fs/nfs/dir.c, inode.c, nfs3proc.c; docs/simulator-nfs.md,
+"Seeing another host's new file"):
+- open(dir) without O_PATH carries LOOKUP_OPEN into the directory's
+  d_revalidate, and nfs_lookup_verify_inode then forces a GETATTR
+  (close-to-open) whatever the attribute cache says. A changed directory gets
+  nfs_force_lookup_revalidate (nfs_update_inode): every dentry cached in it,
+  negative ones too, fails nfs_check_verifier from then on and is looked up
+  again. So open(dir) then openat(fd, name) finds the new file.
+- O_PATH opens carry no LOOKUP_OPEN (build_open_flags): nothing is
+  revalidated. A dir fd opened earlier, a stat by path, AT_STATX_FORCE_SYNC
+  and an open of the file by its path all trust the negative dentry
+  (nfs_neg_need_reval) until the directory's attributes expire
+  (acdirmin..acdirmax) or something else shows the change.
+- Any LOOKUP RPC in the directory brings its attributes back too
+  (nfs3_proc_lookup: nfs_refresh_inode(dir, res.dir_attr)), so a lookup of
+  another name shows the change just as well.
+- An unchanged directory keeps its cached names, found or not, and a change
+  in its parent does not touch them: the parent's change only makes the
+  directory's own dentry be looked up again (same file handle: kept).
+
+Timeouts are long (60 s) so nothing here expires on its own."""
+import os
+import unittest
+
+from sim.nfs.tests.harness import TwoClients, requests, statx_size
+
+LONG = ("--acregmin", "60", "--acregmax", "60", "--acdirmin", "60", "--acdirmax", "60",
+        "--writeback", "600")
+
+
+def put(path, text):
+    """What tpurun's job wrapper does for workerN.exit: a temp file, then rename."""
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
+
+
+def read_at(dir_fd, name):
+    """tpurun's read_small_file_at: openat(dir_fd, name, O_RDONLY|O_NOFOLLOW)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    try:
+        return os.read(fd, 4096).decode()
+    finally:
+        os.close(fd)
+
+
+class LookupCacheTest(TwoClients):
+    options_a = LONG
+    options_b = LONG
+
+    def cached_miss(self):
+        """A directory d (made through A) where B has cached a miss of d/x,
+        and A has since written d/x. Returns d's name."""
+        d = self.name()
+        os.mkdir(f"{self.A}/{d}")
+        self.assertFalse(os.path.exists(f"{self.B}/{d}/x"))
+        put(f"{self.A}/{d}/x", "0\n")
+        self.assertFalse(os.path.exists(f"{self.B}/{d}/x"), "B should still have its miss cached")
+        return d
+
+    def test_opening_the_directory_then_reading_relative_to_it_finds_the_new_file(self):
+        # tpurun's read_worker_jobs: one open() of the log dir per poll, then
+        # openat() of each workerN.pid/.exit relative to it.
+        d = self.cached_miss()
+        fd = os.open(f"{self.B}/{d}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self.assertEqual(read_at(fd, "x"), "0\n")
+        finally:
+            os.close(fd)
+
+    def test_fstatat_relative_to_a_freshly_opened_directory_finds_it_too(self):
+        d = self.cached_miss()
+        fd = os.open(f"{self.B}/{d}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.stat("x", dir_fd=fd, follow_symlinks=False)
+        finally:
+            os.close(fd)
+
+    def test_an_o_path_open_of_the_directory_does_not_revalidate_it(self):
+        d = self.cached_miss()
+        fd = os.open(f"{self.B}/{d}", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self.assertIsNone(read_at(fd, "x"))
+            with self.assertRaises(FileNotFoundError):
+                os.stat("x", dir_fd=fd, follow_symlinks=False)
+        finally:
+            os.close(fd)
+        # The real open still works afterwards.
+        fd = os.open(f"{self.B}/{d}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self.assertEqual(read_at(fd, "x"), "0\n")
+        finally:
+            os.close(fd)
+
+    def test_a_directory_fd_opened_before_the_change_does_not_help(self):
+        d = self.name()
+        os.mkdir(f"{self.A}/{d}")
+        self.assertFalse(os.path.exists(f"{self.B}/{d}/x"))
+        held = os.open(f"{self.B}/{d}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            put(f"{self.A}/{d}/x", "0\n")
+            # The revalidation happened at open(), before the change.
+            self.assertIsNone(read_at(held, "x"))
+            fresh = os.open(f"{self.B}/{d}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                self.assertEqual(read_at(fresh, "x"), "0\n")
+            finally:
+                os.close(fresh)
+        finally:
+            os.close(held)
+
+    def test_opening_the_file_by_its_path_or_forcing_a_sync_does_not_help(self):
+        d = self.cached_miss()
+        with self.assertRaises(FileNotFoundError):
+            open(f"{self.B}/{d}/x").close()  # close-to-open needs an inode: a miss has none
+        with self.assertRaises(FileNotFoundError):
+            statx_size(f"{self.B}/{d}/x", force_sync=True)
+        self.assertFalse(os.path.exists(f"{self.B}/{d}/x"))
+
+    def test_an_unchanged_directory_keeps_its_misses_when_opened(self):
+        d = self.name()
+        os.mkdir(f"{self.A}/{d}")
+        self.assertFalse(os.path.exists(f"{self.B}/{d}/x"))
+        before = requests(self.B, "lookup")
+        os.close(os.open(f"{self.B}/{d}", os.O_RDONLY | os.O_DIRECTORY))  # revalidated: unchanged
+        self.assertFalse(os.path.exists(f"{self.B}/{d}/x"))
+        self.assertEqual(requests(self.B, "lookup") - before, 0, "the miss was looked up again")
+
+
+if __name__ == "__main__":
+    unittest.main()
