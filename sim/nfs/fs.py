@@ -401,8 +401,17 @@ class NfsClient(pyfuse3.Operations):
                 raise FUSEError(errno.ESTALE)
             node.lookups += 1
             return self._attrs(node, st, self._timeout(node, st)[1])
-        self._stat(parent)
+        dir_st = self._stat(parent)
         log.debug("lookup %d %r", parent_inode, name)
+        # A LOOKUP reply carries the directory's attributes as well, and the
+        # client takes them in (nfs3_proc_lookup: nfs_refresh_inode(dir,
+        # res.dir_attr)): a change they show drops every name cached in the
+        # directory, as a GETATTR's would. Taken before the name is looked up,
+        # so a change after them is noticed later, never hidden. No waiting
+        # for the names to go: the kernel holds the directory's lock until
+        # this reply (see _start_forgetting).
+        if self._timeout(parent, dir_st)[0]:
+            self._drop_attrs(parent)
         try:
             st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         except FileNotFoundError:

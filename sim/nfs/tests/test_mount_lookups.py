@@ -123,6 +123,14 @@ class LookupCacheTest(TwoClients):
             statx_size(f"{self.B}/{d}/x", force_sync=True)
         self.assertFalse(os.path.exists(f"{self.B}/{d}/x"))
 
+    def test_a_lookup_of_another_name_in_the_changed_directory_drops_the_miss(self):
+        # nfs3_proc_lookup takes in the directory's attributes from the
+        # LOOKUP reply (nfs_refresh_inode(dir, res.dir_attr)): they show the
+        # change, and nfs_update_inode drops every name cached in the directory.
+        d = self.cached_miss()
+        self.assertFalse(os.path.exists(f"{self.B}/{d}/never-looked-up"))  # one LOOKUP
+        self.assertTrue(os.path.exists(f"{self.B}/{d}/x"))
+
     def test_an_unchanged_directory_keeps_its_misses_when_opened(self):
         d = self.name()
         os.mkdir(f"{self.A}/{d}")
