@@ -41,6 +41,7 @@ import errno
 import logging
 import os
 import stat
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -62,6 +63,8 @@ REQUESTS = ("lookup", "getattr", "setattr", "readlink", "access", "statfs", "ope
             "setxattr", "removexattr", "listxattr")
 FOREVER = 24 * 3600.0  # "until revalidated": the daemon invalidates explicitly
 O_TMPFILE_BITS = getattr(os, "O_TMPFILE", 0o20200000) & ~os.O_DIRECTORY
+FUSE_NOTIFY_INVAL_ENTRY = 3  # include/uapi/linux/fuse.h
+FUSE_EXPIRE_ONLY = 1  # its flag (kernel 6.2+; older kernels ignore the field)
 
 
 @dataclass
@@ -94,7 +97,9 @@ class Node:
         self.opens = 0
         self.is_dir = is_dir
         self.attr = None  # AttrTimeo once attributes were handed out
-        self.given = set()  # names in this directory the kernel may have cached
+        # Names in this directory the kernel may have cached: True for a
+        # directory (see _expire_entry), False for anything else or a miss.
+        self.given = {}
         self.dirty = Dirty()
         self.forgetting = []  # threads dropping names handed out in this directory
 
@@ -165,6 +170,8 @@ class NfsClient(pyfuse3.Operations):
         for name in REQUESTS:
             setattr(self, name, self._counted(name, getattr(self, name)))
         self.silly_count = 0
+        self.devfd = None  # our /dev/fuse fd, found on first use (see _expire_entry)
+        self.expire_only = True
 
     # ------------------------------------------------------------ helpers
 
@@ -279,7 +286,7 @@ class NfsClient(pyfuse3.Operations):
                 node = Node(ino, self.pool, fd, stat.S_ISDIR(st.st_mode))
                 self.nodes[ino] = node
         node.lookups += 1
-        dir_node.given.add(name)
+        dir_node.given[name] = node.is_dir
         changed, timeo = self._timeout(node, st)
         if changed and not node.is_dir:
             self._drop_attrs(node)
@@ -296,22 +303,76 @@ class NfsClient(pyfuse3.Operations):
         looked up again. A thread drops them: the kernel takes the directory's
         lock to drop a dentry, and a caller may be holding it while it waits
         for the very reply that noticed the change."""
-        names, dir_node.given = dir_node.given, set()
+        names, dir_node.given = dir_node.given, {}
         log.debug("directory %d changed: forgetting %d names", dir_node.ino, len(names))
         if not names:
             return
         ino = dir_node.ino
 
         def work():
-            for name in names:
-                try:
-                    pyfuse3.invalidate_entry(ino, name)
-                except OSError:
-                    pass
+            for name, is_dir in names.items():
+                if is_dir:
+                    self._expire_entry(ino, name)
+                else:
+                    try:
+                        pyfuse3.invalidate_entry(ino, name)
+                    except OSError:
+                        pass
 
         t = threading.Thread(target=work, name="forget-%d" % ino, daemon=True)
         t.start()
         dir_node.forgetting = [x for x in dir_node.forgetting if x.is_alive()] + [t]
+
+    def _expire_entry(self, parent_ino, name):
+        """For a subdirectory's entry: makes the kernel look the name up again
+        at its next use, as an outdated verifier makes NFS do
+        (nfs_check_verifier fails, nfs_lookup_revalidate_dentry sends a
+        LOOKUP). The same directory comes back: its dentry stays, and with it
+        every name cached below it; a LOOKUP showing the subdirectory itself
+        changed drops those (_remember). invalidate_entry would d_invalidate()
+        it at once, which prunes every unused dentry under it: a change in a
+        directory would then drop the misses (and attributes) cached in its
+        unchanged subdirectories, which NFS keeps.
+
+        Files and misses are still invalidated outright: they have nothing
+        below them, their next lookup is what NFS's would be, and a kept
+        dentry of a file removed elsewhere would keep its inode number in use
+        here (nodes are found by inode number, which the export reuses).
+
+        FUSE_NOTIFY_INVAL_ENTRY with FUSE_EXPIRE_ONLY only times the entry
+        out. libfuse 3.14 (Debian 12) has no call for it, so the notification
+        is written to /dev/fuse here, as libfuse writes its own; a kernel
+        before 6.2 ignores the flag and invalidates, as before."""
+        if self.expire_only:
+            fd = self._fuse_fd()
+            if fd >= 0:
+                body = struct.pack("<QII", parent_ino, len(name), FUSE_EXPIRE_ONLY) + name + b"\0"
+                try:
+                    os.write(fd, struct.pack("<IiQ", 16 + len(body), FUSE_NOTIFY_INVAL_ENTRY, 0) + body)
+                    return
+                except OSError as e:
+                    if e.errno != errno.EINVAL:
+                        return  # ENOENT: not cached (any more)
+                    self.expire_only = False
+                    log.warning("the kernel refused FUSE_EXPIRE_ONLY; invalidating entries instead")
+        try:
+            pyfuse3.invalidate_entry(parent_ino, name)
+        except OSError:
+            pass
+
+    def _fuse_fd(self):
+        if self.devfd is None:
+            found = -1
+            fds = f"{self.o.proc}/self/fd"
+            for entry in os.listdir(fds):
+                try:
+                    if os.readlink(f"{fds}/{entry}") == "/dev/fuse":
+                        found = int(entry)
+                        break
+                except OSError:
+                    pass
+            self.devfd = found
+        return self.devfd
 
     async def _forgotten(self, dir_node, wait):
         """Waits until the names being dropped in the directory are gone: a
@@ -418,12 +479,25 @@ class NfsClient(pyfuse3.Operations):
             if self.o.lookupcache != "all":
                 raise FUSEError(errno.ENOENT) from None
             # A negative dentry: cached until the directory is revalidated.
-            parent.given.add(name)
+            parent.given[name] = False
             e = pyfuse3.EntryAttributes()
             e.st_ino = 0
             e.entry_timeout = FOREVER
             return e
-        return self._remember(parent, name, st)
+        attrs = self._remember(parent, name, st)
+        await self._changed_dir_forgotten(attrs)
+        return attrs
+
+    async def _changed_dir_forgotten(self, attrs):
+        """A LOOKUP (or READDIRPLUS entry) that showed a directory changed has
+        started dropping the names cached in it (_remember, _timeout); the
+        walk that asked goes on into it right after this reply, so they must
+        be gone first, as nfs_force_lookup_revalidate has them before the
+        LOOKUP returns. The kernel holds the parent's lock here, not this
+        directory's, so the wait is short."""
+        child = self.nodes.get(attrs.st_ino)
+        if child is not None and child.is_dir:
+            await self._forgotten(child, 0.5)
 
     async def forget(self, inode_list):
         for ino, n in inode_list:
@@ -552,6 +626,7 @@ class NfsClient(pyfuse3.Operations):
                 else:
                     st = os.stat(name, dir_fd=node.fd, follow_symlinks=False)
                     attrs = self._remember(node, name, st)
+                    await self._changed_dir_forgotten(attrs)
             except (OSError, FUSEError):
                 continue
             if not pyfuse3.readdir_reply(token, name, attrs, i + 1):
@@ -629,7 +704,7 @@ class NfsClient(pyfuse3.Operations):
         silly = f".nfs{node.ino:016x}{self.silly_count:08x}".encode()
         os.rename(name, silly, src_dir_fd=dir_node.fd, dst_dir_fd=dir_node.fd)
         self.silly[node.ino] = (dir_node, silly)
-        dir_node.given.add(silly)
+        dir_node.given[silly] = False
 
     @_oserror
     async def unlink(self, parent_inode, name, ctx):
@@ -642,7 +717,7 @@ class NfsClient(pyfuse3.Operations):
         else:
             os.unlink(name, dir_fd=parent.fd)
         self._wcc(parent, before)
-        parent.given.discard(name)
+        parent.given.pop(name, None)
 
     @_oserror
     async def rmdir(self, parent_inode, name, ctx):
@@ -651,7 +726,7 @@ class NfsClient(pyfuse3.Operations):
         before = self._before(parent)
         os.rmdir(name, dir_fd=parent.fd)
         self._wcc(parent, before)
-        parent.given.discard(name)
+        parent.given.pop(name, None)
 
     @_oserror
     async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
@@ -668,8 +743,8 @@ class NfsClient(pyfuse3.Operations):
         self._wcc(old, before_old)
         if new is not old:
             self._wcc(new, before_new)
-        old.given.discard(name_old)
-        new.given.add(name_new)
+        moved = old.given.pop(name_old, None)
+        new.given[name_new] = bool(moved)
 
     # ------------------------------------------------------------ files
 
@@ -786,7 +861,7 @@ class NfsClient(pyfuse3.Operations):
                 os.unlink(silly, dir_fd=dir_node.fd)
             except OSError:
                 pass
-            dir_node.given.discard(silly)
+            dir_node.given.pop(silly, None)
         self._maybe_drop(node)
 
     # ------------------------------------------------------------ xattrs

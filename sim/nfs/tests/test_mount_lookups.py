@@ -140,6 +140,46 @@ class LookupCacheTest(TwoClients):
         self.assertFalse(os.path.exists(f"{self.B}/{d}/x"))
         self.assertEqual(requests(self.B, "lookup") - before, 0, "the miss was looked up again")
 
+    def test_a_change_in_the_parent_keeps_the_misses_of_an_unchanged_subdirectory(self):
+        # p changes (a sibling of d appears); d does not. NFS looks d itself
+        # up again (its verifier in p is outdated): same file handle, so d's
+        # dentry stays, with every name cached under it.
+        p = self.name()
+        os.makedirs(f"{self.A}/{p}/d")
+        self.assertFalse(os.path.exists(f"{self.B}/{p}/d/x"))
+        os.mkdir(f"{self.A}/{p}/sibling")
+        os.close(os.open(f"{self.B}/{p}", os.O_RDONLY | os.O_DIRECTORY))  # p: changed
+        before = requests(self.B, "lookup")
+        self.assertFalse(os.path.exists(f"{self.B}/{p}/d/x"))
+        # d is looked up again (1); its miss of x is not.
+        self.assertEqual(requests(self.B, "lookup") - before, 1)
+
+    def test_a_changed_subdirectory_looked_up_again_drops_its_misses_before_the_walk_goes_on(self):
+        # p and d both change. d's dentry, outdated by p's change, is looked
+        # up again on the way to d/x; that LOOKUP shows d changed, and x's
+        # miss must be gone before the walk reaches it.
+        p = self.name()
+        os.makedirs(f"{self.A}/{p}/d")
+        self.assertFalse(os.path.exists(f"{self.B}/{p}/d/x"))
+        put(f"{self.A}/{p}/d/x", "0\n")
+        os.mkdir(f"{self.A}/{p}/sibling")
+        os.close(os.open(f"{self.B}/{p}", os.O_RDONLY | os.O_DIRECTORY))
+        self.assertTrue(os.path.exists(f"{self.B}/{p}/d/x"))
+
+    def test_a_change_in_the_parent_keeps_the_attributes_cached_below_it(self):
+        p = self.name()
+        os.makedirs(f"{self.A}/{p}/d")
+        with open(f"{self.A}/{p}/d/f", "w") as f:
+            f.write("1")
+        self.assertEqual(os.stat(f"{self.B}/{p}/d/f").st_size, 1)
+        with open(f"{self.A}/{p}/d/f", "a") as f:  # d does not change
+            f.write("2345")
+        os.mkdir(f"{self.A}/{p}/sibling")  # p does
+        os.close(os.open(f"{self.B}/{p}", os.O_RDONLY | os.O_DIRECTORY))
+        # f's attributes are B's cached ones until acregmin (60 s here).
+        self.assertEqual(os.stat(f"{self.B}/{p}/d/f").st_size, 1)
+        self.assertEqual(statx_size(f"{self.B}/{p}/d/f", force_sync=True), 5)
+
 
 if __name__ == "__main__":
     unittest.main()
