@@ -38,6 +38,7 @@ What comes from where:
 import collections
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import stat
@@ -411,6 +412,37 @@ class NfsClient(pyfuse3.Operations):
         except OSError:
             return None
 
+    @contextlib.contextmanager
+    def _changing(self, *dir_nodes):
+        """Brackets a change to these directories on the server as knfsd does:
+        it holds a directory's inode lock from the pre-operation attributes
+        to the post-operation ones (fh_fill_pre_attrs ... fh_fill_post_attrs),
+        so another client's change is either before the bracket (the
+        "before" differs from this client's cache: news) or after it, never
+        inside, where the client would take it for its own (_wcc). Every
+        client daemon of the export takes an flock on the export's directory
+        for the same span; without it a change landing between our two
+        fstat()s was swallowed, and the misses cached here kept.
+        Locks are taken in inode order (a rename takes two)."""
+        dirs = sorted({id(d): d for d in dir_nodes}.values(), key=self._backing_ino)
+        fds = []
+        try:
+            with self._as_root():
+                for d in dirs:
+                    fd = os.open(self._path(d), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                    fds.append(fd)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+            befores = [(d, self._before(d)) for d in dirs]
+            yield
+            for d, before in befores:
+                self._wcc(d, before)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _backing_ino(self, node):
+        return self.root_backing_ino if node.ino == pyfuse3.ROOT_INODE else node.ino
+
     def _flush_dirty(self, node):
         """Writes the client's dirty data for `node` back to the server."""
         if not node.dirty:
@@ -535,11 +567,26 @@ class NfsClient(pyfuse3.Operations):
         self._stat(node)
         path = self._path(node)
         handle = self.handles.get(fh) if fh is not None else None
+        if node.is_dir:
+            # SETATTR returns wcc_data too: another client's change to the
+            # directory before this one is news (its cached names go), this
+            # one is not.
+            with self._changing(node):
+                self._set(node, path, handle, attr, fields)
+            st = self._stat(node)
+            return self._attrs(node, st, self._timeout(node, st)[1])
         # nfs_setattr (fs/nfs/inode.c) writes all dirty data of a regular file
         # back before any SETATTR ("Write all dirty data"). Without that, the
         # data held here would reach the server after a utimensat, and bump
         # the mtime that `cp -a` or `rsync -a` had just set.
         self._flush_dirty(node)
+        self._set(node, path, handle, attr, fields)
+        st = self._stat(node)
+        # The reply carries the new attributes (SETATTR returns them).
+        node.attr = None
+        return self._attrs(node, st, self._timeout(node, st)[1])
+
+    def _set(self, node, path, handle, attr, fields):
         if fields.update_size:
             if handle is not None:
                 os.ftruncate(handle.fd, attr.st_size)
@@ -556,10 +603,6 @@ class NfsClient(pyfuse3.Operations):
             atime = attr.st_atime_ns if fields.update_atime else st.st_atime_ns
             mtime = attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns
             os.utime(path, ns=(atime, mtime))
-        st = self._stat(node)
-        # The reply carries the new attributes (SETATTR returns them).
-        node.attr = None
-        return self._attrs(node, st, self._timeout(node, st)[1])
 
     @_oserror
     async def readlink(self, inode, ctx):
@@ -650,9 +693,8 @@ class NfsClient(pyfuse3.Operations):
     async def mkdir(self, parent_inode, name, mode, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        os.mkdir(name, stat.S_IMODE(mode) & ~ctx.umask, dir_fd=parent.fd)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.mkdir(name, stat.S_IMODE(mode) & ~ctx.umask, dir_fd=parent.fd)
         st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         return self._remember(parent, name, st)
 
@@ -660,9 +702,8 @@ class NfsClient(pyfuse3.Operations):
     async def mknod(self, parent_inode, name, mode, rdev, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        os.mknod(name, (mode & ~0o7777) | (stat.S_IMODE(mode) & ~ctx.umask), rdev, dir_fd=parent.fd)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.mknod(name, (mode & ~0o7777) | (stat.S_IMODE(mode) & ~ctx.umask), rdev, dir_fd=parent.fd)
         st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         return self._remember(parent, name, st)
 
@@ -670,9 +711,8 @@ class NfsClient(pyfuse3.Operations):
     async def symlink(self, parent_inode, name, target, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        os.symlink(target, name, dir_fd=parent.fd)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.symlink(target, name, dir_fd=parent.fd)
         st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         return self._remember(parent, name, st)
 
@@ -682,9 +722,8 @@ class NfsClient(pyfuse3.Operations):
         node = self._node(inode)
         parent = self._node(new_parent_inode)
         self._stat(node)
-        before = self._before(parent)
-        os.link(self._path(node), new_name, dst_dir_fd=parent.fd, follow_symlinks=True)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.link(self._path(node), new_name, dst_dir_fd=parent.fd, follow_symlinks=True)
         st = os.stat(new_name, dir_fd=parent.fd, follow_symlinks=False)
         return self._remember(parent, new_name, st)
 
@@ -710,22 +749,20 @@ class NfsClient(pyfuse3.Operations):
     async def unlink(self, parent_inode, name, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        node = self._open_here(parent, name)
-        if node is not None and node.ino not in self.silly:
-            self._sillyrename(parent, name, node)
-        else:
-            os.unlink(name, dir_fd=parent.fd)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            node = self._open_here(parent, name)
+            if node is not None and node.ino not in self.silly:
+                self._sillyrename(parent, name, node)
+            else:
+                os.unlink(name, dir_fd=parent.fd)
         parent.given.pop(name, None)
 
     @_oserror
     async def rmdir(self, parent_inode, name, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        os.rmdir(name, dir_fd=parent.fd)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.rmdir(name, dir_fd=parent.fd)
         parent.given.pop(name, None)
 
     @_oserror
@@ -735,14 +772,11 @@ class NfsClient(pyfuse3.Operations):
         self._as(ctx)
         old = self._node(parent_inode_old)
         new = self._node(parent_inode_new)
-        before_old, before_new = self._before(old), self._before(new)
-        target = self._open_here(new, name_new)
-        if target is not None and target.ino not in self.silly:
-            self._sillyrename(new, name_new, target)
-        os.rename(name_old, name_new, src_dir_fd=old.fd, dst_dir_fd=new.fd)
-        self._wcc(old, before_old)
-        if new is not old:
-            self._wcc(new, before_new)
+        with self._changing(old, new):
+            target = self._open_here(new, name_new)
+            if target is not None and target.ino not in self.silly:
+                self._sillyrename(new, name_new, target)
+            os.rename(name_old, name_new, src_dir_fd=old.fd, dst_dir_fd=new.fd)
         moved = old.given.pop(name_old, None)
         new.given[name_new] = bool(moved)
 
@@ -789,12 +823,11 @@ class NfsClient(pyfuse3.Operations):
     async def create(self, parent_inode, name, mode, flags, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
         cflags = os.O_CREAT | (flags & os.O_EXCL)
-        fd = os.open(name, self._open_flags(flags) | cflags | os.O_NOFOLLOW,
-                     stat.S_IMODE(mode) & ~ctx.umask, dir_fd=parent.fd)
+        with self._changing(parent):
+            fd = os.open(name, self._open_flags(flags) | cflags | os.O_NOFOLLOW,
+                         stat.S_IMODE(mode) & ~ctx.umask, dir_fd=parent.fd)
         try:
-            self._wcc(parent, before)
             st = os.fstat(fd)
             attrs = self._remember(parent, name, st)
         except BaseException:
@@ -858,7 +891,8 @@ class NfsClient(pyfuse3.Operations):
             dir_node, silly = self.silly.pop(node.ino)
             self.ident.become(ROOT)  # the client removes its own .nfs file
             try:
-                os.unlink(silly, dir_fd=dir_node.fd)
+                with self._changing(dir_node):
+                    os.unlink(silly, dir_fd=dir_node.fd)
             except OSError:
                 pass
             dir_node.given.pop(silly, None)

@@ -22,7 +22,10 @@ Real Linux NFS (fs/nfs/dir.c, inode.c, nfs3proc.c; docs/simulator-nfs.md,
   directory's own dentry be looked up again (same file handle: kept).
 
 Timeouts are long (60 s) so nothing here expires on its own."""
+import fcntl
 import os
+import threading
+import time
 import unittest
 
 from sim.nfs.tests.harness import TwoClients, requests, statx_size
@@ -131,6 +134,13 @@ class LookupCacheTest(TwoClients):
         self.assertFalse(os.path.exists(f"{self.B}/{d}/never-looked-up"))  # one LOOKUP
         self.assertTrue(os.path.exists(f"{self.B}/{d}/x"))
 
+    def test_a_chmod_of_the_changed_directory_drops_the_miss(self):
+        # SETATTR's reply carries wcc_data: the attributes before it were not
+        # what B had cached, so the change is someone else's (nfs_update_inode).
+        d = self.cached_miss()
+        os.chmod(f"{self.B}/{d}", 0o755)
+        self.assertTrue(os.path.exists(f"{self.B}/{d}/x"))
+
     def test_an_unchanged_directory_keeps_its_misses_when_opened(self):
         d = self.name()
         os.mkdir(f"{self.A}/{d}")
@@ -180,6 +190,44 @@ class LookupCacheTest(TwoClients):
         self.assertEqual(os.stat(f"{self.B}/{p}/d/f").st_size, 1)
         self.assertEqual(statx_size(f"{self.B}/{p}/d/f", force_sync=True), 5)
 
+
+
+class ServerSerializesDirectoryChangesTest(TwoClients):
+    """knfsd holds a directory's lock from the pre-operation attributes to the
+    post-operation ones (fh_lock / fh_fill_pre_attrs, fh_fill_post_attrs), so
+    another client's change is never inside the bracket of ours: the client
+    can take "before matches my cache" to mean "the change is mine"
+    (nfs_wcc_update_inode). The clients' daemons take the same lock on the
+    export's directory (flock), and so does this test, as "another client"."""
+
+    options_a = LONG
+    options_b = LONG
+
+    def test_a_change_waits_for_one_in_progress_and_is_not_mistaken_for_it(self):
+        d = self.name()
+        os.mkdir(f"{self.A}/{d}")
+        self.assertFalse(os.path.exists(f"{self.B}/{d}/x"))  # B caches the miss
+        lock = os.open(f"{self.export}/{d}", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another client's operation in d has begun
+            done = threading.Event()
+
+            def create_on_b():
+                open(f"{self.B}/{d}/y", "w").close()
+                done.set()
+
+            t = threading.Thread(target=create_on_b)
+            t.start()
+            time.sleep(0.5)
+            self.assertFalse(done.is_set(), "B's create did not wait for the directory")
+            self.assertFalse(os.path.exists(f"{self.export}/{d}/y"))
+            put(f"{self.export}/{d}/x", "0\n")  # ... and changes d
+        finally:
+            os.close(lock)  # ... and ends
+        t.join(10)
+        self.assertTrue(done.is_set())
+        # B's create saw d changed before it (pre-op attributes): not its own.
+        self.assertTrue(os.path.exists(f"{self.B}/{d}/x"))
 
 if __name__ == "__main__":
     unittest.main()
