@@ -14,11 +14,17 @@ What comes from where:
   corresponding to the parent's attribute cache timeout value"). The mount
   uses default_permissions, so every path walk checks each directory's
   permissions and the kernel refreshes a directory's expired attributes
-  first; when this daemon then sees the directory changed, it drops every
-  name it handed out in it. A stat(), even with AT_STATX_FORCE_SYNC, of a
-  name cached as missing therefore stays ENOENT until that happens: the
-  forced sync applies to the inode at the end of the walk, and a negative
-  dentry has none.
+  first; when this daemon then sees the directory changed (in whatever
+  reply brings its attributes: GETATTR, OPENDIR, SETATTR, a LOOKUP of it or
+  of any name in it, as nfs3_proc_lookup's dir_attr), it drops every name it
+  handed out in it; a subdirectory's entry is only timed out, so what is
+  cached below an unchanged subdirectory stays (_expire_entry). A stat(),
+  even with AT_STATX_FORCE_SYNC, of a name cached as missing therefore stays
+  ENOENT until that happens: the forced sync applies to the inode at the end
+  of the walk, and a negative dentry has none.
+- Weak cache consistency: our own change to a directory keeps our caches
+  when the attributes before it are what we had cached; the daemons of one
+  export serialize their changes per directory as knfsd does (_changing).
 - Close-to-open: open() of a file or directory forces a GETATTR
   (nfs_lookup_verify_inode: LOOKUP_OPEN and not "nocto"); if the file
   changed, its cached pages and attributes go. close() (flush) and fsync()
