@@ -14,11 +14,17 @@ What comes from where:
   corresponding to the parent's attribute cache timeout value"). The mount
   uses default_permissions, so every path walk checks each directory's
   permissions and the kernel refreshes a directory's expired attributes
-  first; when this daemon then sees the directory changed, it drops every
-  name it handed out in it. A stat(), even with AT_STATX_FORCE_SYNC, of a
-  name cached as missing therefore stays ENOENT until that happens: the
-  forced sync applies to the inode at the end of the walk, and a negative
-  dentry has none.
+  first; when this daemon then sees the directory changed (in whatever
+  reply brings its attributes: GETATTR, OPENDIR, SETATTR, a LOOKUP of it or
+  of any name in it, as nfs3_proc_lookup's dir_attr), it drops every name it
+  handed out in it; a subdirectory's entry is only timed out, so what is
+  cached below an unchanged subdirectory stays (_expire_entry). A stat(),
+  even with AT_STATX_FORCE_SYNC, of a name cached as missing therefore stays
+  ENOENT until that happens: the forced sync applies to the inode at the end
+  of the walk, and a negative dentry has none.
+- Weak cache consistency: our own change to a directory keeps our caches
+  when the attributes before it are what we had cached; the daemons of one
+  export serialize their changes per directory as knfsd does (_changing).
 - Close-to-open: open() of a file or directory forces a GETATTR
   (nfs_lookup_verify_inode: LOOKUP_OPEN and not "nocto"); if the file
   changed, its cached pages and attributes go. close() (flush) and fsync()
@@ -38,9 +44,11 @@ What comes from where:
 import collections
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import stat
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -62,6 +70,8 @@ REQUESTS = ("lookup", "getattr", "setattr", "readlink", "access", "statfs", "ope
             "setxattr", "removexattr", "listxattr")
 FOREVER = 24 * 3600.0  # "until revalidated": the daemon invalidates explicitly
 O_TMPFILE_BITS = getattr(os, "O_TMPFILE", 0o20200000) & ~os.O_DIRECTORY
+FUSE_NOTIFY_INVAL_ENTRY = 3  # include/uapi/linux/fuse.h
+FUSE_EXPIRE_ONLY = 1  # its flag (kernel 6.2+; older kernels ignore the field)
 
 
 @dataclass
@@ -94,7 +104,9 @@ class Node:
         self.opens = 0
         self.is_dir = is_dir
         self.attr = None  # AttrTimeo once attributes were handed out
-        self.given = set()  # names in this directory the kernel may have cached
+        # Names in this directory the kernel may have cached: True for a
+        # directory (see _expire_entry), False for anything else or a miss.
+        self.given = {}
         self.dirty = Dirty()
         self.forgetting = []  # threads dropping names handed out in this directory
 
@@ -165,6 +177,8 @@ class NfsClient(pyfuse3.Operations):
         for name in REQUESTS:
             setattr(self, name, self._counted(name, getattr(self, name)))
         self.silly_count = 0
+        self.devfd = None  # our /dev/fuse fd, found on first use (see _expire_entry)
+        self.expire_only = True
 
     # ------------------------------------------------------------ helpers
 
@@ -279,7 +293,7 @@ class NfsClient(pyfuse3.Operations):
                 node = Node(ino, self.pool, fd, stat.S_ISDIR(st.st_mode))
                 self.nodes[ino] = node
         node.lookups += 1
-        dir_node.given.add(name)
+        dir_node.given[name] = node.is_dir
         changed, timeo = self._timeout(node, st)
         if changed and not node.is_dir:
             self._drop_attrs(node)
@@ -296,22 +310,76 @@ class NfsClient(pyfuse3.Operations):
         looked up again. A thread drops them: the kernel takes the directory's
         lock to drop a dentry, and a caller may be holding it while it waits
         for the very reply that noticed the change."""
-        names, dir_node.given = dir_node.given, set()
+        names, dir_node.given = dir_node.given, {}
         log.debug("directory %d changed: forgetting %d names", dir_node.ino, len(names))
         if not names:
             return
         ino = dir_node.ino
 
         def work():
-            for name in names:
-                try:
-                    pyfuse3.invalidate_entry(ino, name)
-                except OSError:
-                    pass
+            for name, is_dir in names.items():
+                if is_dir:
+                    self._expire_entry(ino, name)
+                else:
+                    try:
+                        pyfuse3.invalidate_entry(ino, name)
+                    except OSError:
+                        pass
 
         t = threading.Thread(target=work, name="forget-%d" % ino, daemon=True)
         t.start()
         dir_node.forgetting = [x for x in dir_node.forgetting if x.is_alive()] + [t]
+
+    def _expire_entry(self, parent_ino, name):
+        """For a subdirectory's entry: makes the kernel look the name up again
+        at its next use, as an outdated verifier makes NFS do
+        (nfs_check_verifier fails, nfs_lookup_revalidate_dentry sends a
+        LOOKUP). The same directory comes back: its dentry stays, and with it
+        every name cached below it; a LOOKUP showing the subdirectory itself
+        changed drops those (_remember). invalidate_entry would d_invalidate()
+        it at once, which prunes every unused dentry under it: a change in a
+        directory would then drop the misses (and attributes) cached in its
+        unchanged subdirectories, which NFS keeps.
+
+        Files and misses are still invalidated outright: they have nothing
+        below them, their next lookup is what NFS's would be, and a kept
+        dentry of a file removed elsewhere would keep its inode number in use
+        here (nodes are found by inode number, which the export reuses).
+
+        FUSE_NOTIFY_INVAL_ENTRY with FUSE_EXPIRE_ONLY only times the entry
+        out. libfuse 3.14 (Debian 12) has no call for it, so the notification
+        is written to /dev/fuse here, as libfuse writes its own; a kernel
+        before 6.2 ignores the flag and invalidates, as before."""
+        if self.expire_only:
+            fd = self._fuse_fd()
+            if fd >= 0:
+                body = struct.pack("<QII", parent_ino, len(name), FUSE_EXPIRE_ONLY) + name + b"\0"
+                try:
+                    os.write(fd, struct.pack("<IiQ", 16 + len(body), FUSE_NOTIFY_INVAL_ENTRY, 0) + body)
+                    return
+                except OSError as e:
+                    if e.errno != errno.EINVAL:
+                        return  # ENOENT: not cached (any more)
+                    self.expire_only = False
+                    log.warning("the kernel refused FUSE_EXPIRE_ONLY; invalidating entries instead")
+        try:
+            pyfuse3.invalidate_entry(parent_ino, name)
+        except OSError:
+            pass
+
+    def _fuse_fd(self):
+        if self.devfd is None:
+            found = -1
+            fds = f"{self.o.proc}/self/fd"
+            for entry in os.listdir(fds):
+                try:
+                    if os.readlink(f"{fds}/{entry}") == "/dev/fuse":
+                        found = int(entry)
+                        break
+                except OSError:
+                    pass
+            self.devfd = found
+        return self.devfd
 
     async def _forgotten(self, dir_node, wait):
         """Waits until the names being dropped in the directory are gone: a
@@ -349,6 +417,37 @@ class NfsClient(pyfuse3.Operations):
             return os.fstat(dir_node.fd)
         except OSError:
             return None
+
+    @contextlib.contextmanager
+    def _changing(self, *dir_nodes):
+        """Brackets a change to these directories on the server as knfsd does:
+        it holds a directory's inode lock from the pre-operation attributes
+        to the post-operation ones (fh_fill_pre_attrs ... fh_fill_post_attrs),
+        so another client's change is either before the bracket (the
+        "before" differs from this client's cache: news) or after it, never
+        inside, where the client would take it for its own (_wcc). Every
+        client daemon of the export takes an flock on the export's directory
+        for the same span; without it a change landing between our two
+        fstat()s was swallowed, and the misses cached here kept.
+        Locks are taken in inode order (a rename takes two)."""
+        dirs = sorted({id(d): d for d in dir_nodes}.values(), key=self._backing_ino)
+        fds = []
+        try:
+            with self._as_root():
+                for d in dirs:
+                    fd = os.open(self._path(d), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                    fds.append(fd)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+            befores = [(d, self._before(d)) for d in dirs]
+            yield
+            for d, before in befores:
+                self._wcc(d, before)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _backing_ino(self, node):
+        return self.root_backing_ino if node.ino == pyfuse3.ROOT_INODE else node.ino
 
     def _flush_dirty(self, node):
         """Writes the client's dirty data for `node` back to the server."""
@@ -401,20 +500,42 @@ class NfsClient(pyfuse3.Operations):
                 raise FUSEError(errno.ESTALE)
             node.lookups += 1
             return self._attrs(node, st, self._timeout(node, st)[1])
-        self._stat(parent)
+        dir_st = self._stat(parent)
         log.debug("lookup %d %r", parent_inode, name)
+        # A LOOKUP reply carries the directory's attributes as well, and the
+        # client takes them in (nfs3_proc_lookup: nfs_refresh_inode(dir,
+        # res.dir_attr)): a change they show drops every name cached in the
+        # directory, as a GETATTR's would. Taken before the name is looked up,
+        # so a change after them is noticed later, never hidden. No waiting
+        # for the names to go: the kernel holds the directory's lock until
+        # this reply (see _start_forgetting).
+        if self._timeout(parent, dir_st)[0]:
+            self._drop_attrs(parent)
         try:
             st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         except FileNotFoundError:
             if self.o.lookupcache != "all":
                 raise FUSEError(errno.ENOENT) from None
             # A negative dentry: cached until the directory is revalidated.
-            parent.given.add(name)
+            parent.given[name] = False
             e = pyfuse3.EntryAttributes()
             e.st_ino = 0
             e.entry_timeout = FOREVER
             return e
-        return self._remember(parent, name, st)
+        attrs = self._remember(parent, name, st)
+        await self._changed_dir_forgotten(attrs)
+        return attrs
+
+    async def _changed_dir_forgotten(self, attrs):
+        """A LOOKUP (or READDIRPLUS entry) that showed a directory changed has
+        started dropping the names cached in it (_remember, _timeout); the
+        walk that asked goes on into it right after this reply, so they must
+        be gone first, as nfs_force_lookup_revalidate has them before the
+        LOOKUP returns. The kernel holds the parent's lock here, not this
+        directory's, so the wait is short."""
+        child = self.nodes.get(attrs.st_ino)
+        if child is not None and child.is_dir:
+            await self._forgotten(child, 0.5)
 
     async def forget(self, inode_list):
         for ino, n in inode_list:
@@ -452,11 +573,26 @@ class NfsClient(pyfuse3.Operations):
         self._stat(node)
         path = self._path(node)
         handle = self.handles.get(fh) if fh is not None else None
+        if node.is_dir:
+            # SETATTR returns wcc_data too: another client's change to the
+            # directory before this one is news (its cached names go), this
+            # one is not.
+            with self._changing(node):
+                self._set(node, path, handle, attr, fields)
+            st = self._stat(node)
+            return self._attrs(node, st, self._timeout(node, st)[1])
         # nfs_setattr (fs/nfs/inode.c) writes all dirty data of a regular file
         # back before any SETATTR ("Write all dirty data"). Without that, the
         # data held here would reach the server after a utimensat, and bump
         # the mtime that `cp -a` or `rsync -a` had just set.
         self._flush_dirty(node)
+        self._set(node, path, handle, attr, fields)
+        st = self._stat(node)
+        # The reply carries the new attributes (SETATTR returns them).
+        node.attr = None
+        return self._attrs(node, st, self._timeout(node, st)[1])
+
+    def _set(self, node, path, handle, attr, fields):
         if fields.update_size:
             if handle is not None:
                 os.ftruncate(handle.fd, attr.st_size)
@@ -473,10 +609,6 @@ class NfsClient(pyfuse3.Operations):
             atime = attr.st_atime_ns if fields.update_atime else st.st_atime_ns
             mtime = attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns
             os.utime(path, ns=(atime, mtime))
-        st = self._stat(node)
-        # The reply carries the new attributes (SETATTR returns them).
-        node.attr = None
-        return self._attrs(node, st, self._timeout(node, st)[1])
 
     @_oserror
     async def readlink(self, inode, ctx):
@@ -543,6 +675,7 @@ class NfsClient(pyfuse3.Operations):
                 else:
                     st = os.stat(name, dir_fd=node.fd, follow_symlinks=False)
                     attrs = self._remember(node, name, st)
+                    await self._changed_dir_forgotten(attrs)
             except (OSError, FUSEError):
                 continue
             if not pyfuse3.readdir_reply(token, name, attrs, i + 1):
@@ -566,9 +699,8 @@ class NfsClient(pyfuse3.Operations):
     async def mkdir(self, parent_inode, name, mode, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        os.mkdir(name, stat.S_IMODE(mode) & ~ctx.umask, dir_fd=parent.fd)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.mkdir(name, stat.S_IMODE(mode) & ~ctx.umask, dir_fd=parent.fd)
         st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         return self._remember(parent, name, st)
 
@@ -576,9 +708,8 @@ class NfsClient(pyfuse3.Operations):
     async def mknod(self, parent_inode, name, mode, rdev, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        os.mknod(name, (mode & ~0o7777) | (stat.S_IMODE(mode) & ~ctx.umask), rdev, dir_fd=parent.fd)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.mknod(name, (mode & ~0o7777) | (stat.S_IMODE(mode) & ~ctx.umask), rdev, dir_fd=parent.fd)
         st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         return self._remember(parent, name, st)
 
@@ -586,9 +717,8 @@ class NfsClient(pyfuse3.Operations):
     async def symlink(self, parent_inode, name, target, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        os.symlink(target, name, dir_fd=parent.fd)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.symlink(target, name, dir_fd=parent.fd)
         st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
         return self._remember(parent, name, st)
 
@@ -598,9 +728,8 @@ class NfsClient(pyfuse3.Operations):
         node = self._node(inode)
         parent = self._node(new_parent_inode)
         self._stat(node)
-        before = self._before(parent)
-        os.link(self._path(node), new_name, dst_dir_fd=parent.fd, follow_symlinks=True)
-        self._wcc(parent, before)
+        with self._changing(parent):
+            os.link(self._path(node), new_name, dst_dir_fd=parent.fd, follow_symlinks=True)
         st = os.stat(new_name, dir_fd=parent.fd, follow_symlinks=False)
         return self._remember(parent, new_name, st)
 
@@ -620,29 +749,27 @@ class NfsClient(pyfuse3.Operations):
         silly = f".nfs{node.ino:016x}{self.silly_count:08x}".encode()
         os.rename(name, silly, src_dir_fd=dir_node.fd, dst_dir_fd=dir_node.fd)
         self.silly[node.ino] = (dir_node, silly)
-        dir_node.given.add(silly)
+        dir_node.given[silly] = False
 
     @_oserror
     async def unlink(self, parent_inode, name, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        node = self._open_here(parent, name)
-        if node is not None and node.ino not in self.silly:
-            self._sillyrename(parent, name, node)
-        else:
-            os.unlink(name, dir_fd=parent.fd)
-        self._wcc(parent, before)
-        parent.given.discard(name)
+        with self._changing(parent):
+            node = self._open_here(parent, name)
+            if node is not None and node.ino not in self.silly:
+                self._sillyrename(parent, name, node)
+            else:
+                os.unlink(name, dir_fd=parent.fd)
+        parent.given.pop(name, None)
 
     @_oserror
     async def rmdir(self, parent_inode, name, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
-        os.rmdir(name, dir_fd=parent.fd)
-        self._wcc(parent, before)
-        parent.given.discard(name)
+        with self._changing(parent):
+            os.rmdir(name, dir_fd=parent.fd)
+        parent.given.pop(name, None)
 
     @_oserror
     async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
@@ -651,16 +778,13 @@ class NfsClient(pyfuse3.Operations):
         self._as(ctx)
         old = self._node(parent_inode_old)
         new = self._node(parent_inode_new)
-        before_old, before_new = self._before(old), self._before(new)
-        target = self._open_here(new, name_new)
-        if target is not None and target.ino not in self.silly:
-            self._sillyrename(new, name_new, target)
-        os.rename(name_old, name_new, src_dir_fd=old.fd, dst_dir_fd=new.fd)
-        self._wcc(old, before_old)
-        if new is not old:
-            self._wcc(new, before_new)
-        old.given.discard(name_old)
-        new.given.add(name_new)
+        with self._changing(old, new):
+            target = self._open_here(new, name_new)
+            if target is not None and target.ino not in self.silly:
+                self._sillyrename(new, name_new, target)
+            os.rename(name_old, name_new, src_dir_fd=old.fd, dst_dir_fd=new.fd)
+        moved = old.given.pop(name_old, None)
+        new.given[name_new] = bool(moved)
 
     # ------------------------------------------------------------ files
 
@@ -705,12 +829,11 @@ class NfsClient(pyfuse3.Operations):
     async def create(self, parent_inode, name, mode, flags, ctx):
         self._as(ctx)
         parent = self._node(parent_inode)
-        before = self._before(parent)
         cflags = os.O_CREAT | (flags & os.O_EXCL)
-        fd = os.open(name, self._open_flags(flags) | cflags | os.O_NOFOLLOW,
-                     stat.S_IMODE(mode) & ~ctx.umask, dir_fd=parent.fd)
+        with self._changing(parent):
+            fd = os.open(name, self._open_flags(flags) | cflags | os.O_NOFOLLOW,
+                         stat.S_IMODE(mode) & ~ctx.umask, dir_fd=parent.fd)
         try:
-            self._wcc(parent, before)
             st = os.fstat(fd)
             attrs = self._remember(parent, name, st)
         except BaseException:
@@ -774,10 +897,11 @@ class NfsClient(pyfuse3.Operations):
             dir_node, silly = self.silly.pop(node.ino)
             self.ident.become(ROOT)  # the client removes its own .nfs file
             try:
-                os.unlink(silly, dir_fd=dir_node.fd)
+                with self._changing(dir_node):
+                    os.unlink(silly, dir_fd=dir_node.fd)
             except OSError:
                 pass
-            dir_node.given.discard(silly)
+            dir_node.given.pop(silly, None)
         self._maybe_drop(node)
 
     # ------------------------------------------------------------ xattrs

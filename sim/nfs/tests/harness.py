@@ -1,10 +1,12 @@
 """Two client mounts of one export, and the syscalls Python lacks (statx,
 renameat2, inotify), for the mount tests. Needs root and /dev/fuse."""
 import ctypes
+import json
 import os
 import pickle
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -109,8 +111,26 @@ def eventually(predicate, timeout=20.0, step=0.1):
 
 def mount(export, mountpoint, *options):
     cmd = [PYTHON, "-m", "sim.nfs.mount", "--export", export, "--mountpoint", mountpoint,
-           "--log", mountpoint + ".log", *options]
+           "--log", mountpoint + ".log", "--stats", mountpoint + ".stats",
+           "--pidfile", mountpoint + ".pid", *options]
     subprocess.run(cmd, cwd=ROOT, check=True)
+
+
+def requests(mountpoint, kind):
+    """How many requests of `kind` ("lookup", "getattr", ...) the client
+    mounted at `mountpoint` has served so far (its --stats, on SIGUSR1)."""
+    stats = mountpoint + ".stats"
+    with open(mountpoint + ".pid") as f:
+        pid = int(f.read())
+    try:
+        os.unlink(stats)
+    except FileNotFoundError:
+        pass
+    os.kill(pid, signal.SIGUSR1)
+    if not eventually(lambda: os.path.exists(stats), timeout=5.0, step=0.01):
+        raise AssertionError(f"no {stats} after SIGUSR1")
+    with open(stats) as f:
+        return json.load(f).get(kind, 0)
 
 
 def unmount(mountpoint):
