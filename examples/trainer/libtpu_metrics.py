@@ -3,8 +3,10 @@
 libtpu serves tpu.monitoring.runtime.RuntimeMetricService (gRPC) on the host's
 localhost:8431 while a workload runs, and tpu-info reads it there
 (cloud-accelerator-diagnostics, tpu_info/metrics.py). This serves the same
-service from the fake trainer, with the same messages (generated from the real
-.proto into tpu_info/proto/), so tpurun's client meets what it meets on a TPU VM:
+service from the fake trainer, with the same messages on the wire (classes
+generated from the project's own proto/libtpu_metrics.proto, whose field
+numbers are libtpu's, into tpu_info/proto/), so tpurun's client meets what it
+meets on a TPU VM:
 
   - GetRuntimeMetric for tpu.runtime.hbm.memory.usage.bytes and
     tpu.runtime.hbm.memory.total.bytes (Gauge.as_int) and
@@ -87,7 +89,7 @@ def _serve(addr, runtime, log, started):
     try:
         import grpc
         from concurrent import futures
-        from tpu_info.proto import tpu_metric_service_pb2 as pb
+        from tpu_info.proto import libtpu_metrics_pb2 as pb
     except ImportError as e:
         _note(log, "metrics: not served (%s; install python3-grpcio and python3-protobuf)" % e)
         return

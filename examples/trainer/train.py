@@ -15,8 +15,10 @@ Standard library only. On a fakepod worker (or a real TPU VM) it:
      SIGKILL leaves the lockfile behind, just like a killed JAX job.
 While it holds the TPU it also serves libtpu's runtime metrics (gRPC, on
 127.0.0.1:8431) the way tpu-info reads them, when python3-grpcio is installed:
-see libtpu_metrics.py. That part alone is not standard library, and is
-optional.
+see libtpu_metrics.py. Asked to (--profiler-port, as a JAX program calls
+jax.profiler.start_server(PORT)), it serves the profiler's Profile call too,
+writing traces of its own steps: see profiler_server.py. Those parts alone are
+not standard library, and are optional.
 """
 import argparse
 import errno
@@ -31,6 +33,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 
 LOCKFILE = "/tmp/libtpu_lockfile"
@@ -187,10 +190,17 @@ def chip_device_ids(chips):
     return ids
 
 
+def import_beside():
+    """The trainer's optional modules sit beside it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    sys.dont_write_bytecode = True  # no __pycache__ left in the user's project
+
+
 def start_metrics(args, chips, log):
     """Imported here: only a trainer that serves metrics needs grpcio."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    sys.dont_write_bytecode = True  # no __pycache__ left in the user's project
+    import_beside()
     try:
         import libtpu_metrics
     except ImportError as e:
@@ -200,6 +210,41 @@ def start_metrics(args, chips, log):
     kind = "accel" if chips[0].startswith("/dev/accel") else "vfio"
     runtime = libtpu_metrics.FakeRuntime(chip_device_ids(chips), kind, args.hbm_fraction, args.duty_cycle)
     return runtime, (libtpu_metrics, libtpu_metrics.start(args.metrics_addr, runtime, log))
+
+
+def profiler_addr(value):
+    """--profiler-port: PORT binds [::]:PORT, every address of the host, as
+    jax.profiler.start_server(PORT) does (tsl profiler_server.cc); HOST:PORT
+    binds that address only."""
+    return value if ":" in value else "[::]:" + value
+
+
+def start_profiler(args, log):
+    """The profiler server, started in the background (importing grpc takes
+    ~0.1 s), and the timeline of this trainer's steps it traces; (None, None)
+    when profiler_server.py is missing."""
+    import_beside()
+    try:
+        import profiler_server
+    except ImportError as e:
+        if log:
+            log.write("profiler: not served (%s)\n" % e)
+        return None, None
+    server = profiler_server.ProfilerServer(profiler_server.Timeline(), log)
+
+    def serve():
+        try:
+            server.start(profiler_addr(args.profiler_port))
+        except ImportError as e:
+            server.note("profiler: not served (%s; install python3-grpcio and python3-protobuf)" % e)
+    threading.Thread(target=serve, daemon=True).start()
+    return server, server.timeline
+
+
+def mark(timeline, name, **stats):
+    """What the main thread does from now on, for the profiler's traces."""
+    if timeline is not None:
+        timeline.begin(name, **stats)
 
 
 def set_phase(runtime, phase):
@@ -233,6 +278,11 @@ def main():
                     help="the share of each chip's HBM in use once compiled")
     ap.add_argument("--metrics-addr", default="127.0.0.1:8431",
                     help="where to serve libtpu's metrics service ('none': not at all)")
+    ap.add_argument("--profiler-port", metavar="PORT|HOST:PORT",
+                    default=os.environ.get("FAKE_TRAINER_PROFILER_PORT", "none"),
+                    help="serve the profiler's Profile call like jax.profiler.start_server(PORT): "
+                         "PORT on every address, HOST:PORT on one ('none', the default: not at all; "
+                         "env FAKE_TRAINER_PROFILER_PORT)")
     args = ap.parse_args()
 
     wid = worker_id()
@@ -249,6 +299,7 @@ def main():
     children = []
     runtime = None
     metrics = []
+    profiler, timeline = None, None
     try:
         chips, paths = find_devices()
         if not chips:
@@ -288,17 +339,24 @@ def main():
         # the children must not inherit gRPC's threads).
         if args.metrics_addr != "none":
             runtime, metrics = start_metrics(args, chips, log)
+        if args.profiler_port != "none":
+            profiler, timeline = start_profiler(args, log)
 
         rng = random.Random(int(wid) if wid.isdigit() else 0)
+        mark(timeline, "compile")
         if args.compile_time > 0:
             time.sleep(args.compile_time)
         if args.stall:
+            mark(timeline, "train", step_num=1)
             time.sleep(args.step_time)
             set_phase(runtime, "stalled")
+            mark(timeline, "stalled in collective")
             while True:
                 time.sleep(3600)
         k = 0
         while args.forever or k < args.steps:
+            # As jax.profiler.StepTraceAnnotation("train", step_num=k) marks a step.
+            mark(timeline, "train", step_num=k + 1)
             time.sleep(args.step_time)
             k += 1
             if k == 1:
@@ -316,6 +374,8 @@ def main():
         code = 130
     finally:
         stop_metrics(metrics)
+        if profiler is not None:
+            profiler.stop()
         for pid in children:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Writes the test vectors of libtpu's metric messages: each message built with
-the protobuf runtime from classes generated from the real .proto
-(proto/tpu_info/proto/tpu_metric_service.proto -> examples/trainer/tpu_info/),
-serialized as the service sends it, into NAME.bin, with NAME.txt (text format)
-beside it for people. tests/unit/tpu/metrics_proto_test.cpp decodes them.
+the protobuf runtime from classes protoc generated from the project's own
+proto/libtpu_metrics.proto (-> examples/trainer/tpu_info/proto/), whose field
+numbers are libtpu's (the .proto names its source), serialized as the service
+sends it, into NAME.bin, with NAME.txt (text format) beside it for people.
+tests/unit/tpu/metrics_proto_test.cpp decodes them.
 
-Run with Debian's python3 and python3-protobuf (scripts/gen-metrics-proto).
+Run with Debian's python3 and python3-protobuf (scripts/gen-proto).
 """
 import os
 import sys
@@ -15,7 +16,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "../../../.."))
 sys.path.insert(0, os.path.join(ROOT, "examples/trainer"))
 
 from google.protobuf import text_format  # noqa: E402
-from tpu_info.proto import tpu_metric_service_pb2 as pb  # noqa: E402
+from tpu_info.proto import libtpu_metrics_pb2 as pb  # noqa: E402
 
 USAGE = "tpu.runtime.hbm.memory.usage.bytes"
 TOTAL = "tpu.runtime.hbm.memory.total.bytes"
