@@ -1,5 +1,5 @@
 // MetricRequest and MetricResponse of libtpu's RuntimeMetricService
-// (proto/tpu_info/proto/tpu_metric_service.proto), by field number. Parsing
+// (proto/libtpu_metrics.proto, the project's own), by field number. Parsing
 // follows protobuf's rules: unknown fields (and known numbers with another
 // wire type) are skipped, a repeated occurrence of a message field merges
 // into the first, and a oneof keeps its last member.

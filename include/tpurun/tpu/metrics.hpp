@@ -1,7 +1,7 @@
 #pragma once
 // libtpu's runtime metrics, as tpu-info reads them: the gRPC service
 // tpu.monitoring.runtime.RuntimeMetricService on the worker's localhost:8431
-// (proto/tpu_info/proto/tpu_metric_service.proto), reached through the
+// (proto/libtpu_metrics.proto, the project's own), reached through the
 // worker's SSH session. libtpu serves it only while a workload runs, so a
 // refused connection is "no TPU workload", not a fault. docs/top.md.
 #include <cstdint>
