@@ -41,7 +41,7 @@ Result<StreamRead, TransportError> FdStream::read(int wait_ms) {
 
 Result<std::unique_ptr<ByteStream>, TransportError> connect_tcp_stream(const std::string& host, int port,
                                                                        const CancelToken& cancel) {
-  if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, "interrupted before connecting"});
+  if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, interrupted_by() + " before connecting"});
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;

@@ -191,7 +191,7 @@ Result<std::vector<GrpcReply>, TransportError> grpc_unary_calls(ByteStream& stre
     return false;
   };
   while (pending()) {
-    if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, "interrupted by Ctrl-C"});
+    if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, interrupted_by()});
     if (auto err = flush(owner.s, stream)) {
       settle(state, err->kind == ErrorKind::local ? GrpcCode::internal : GrpcCode::unavailable, err->message);
       break;

@@ -11,6 +11,7 @@
 #include "tpurun/util/duration.hpp"
 #include "tpurun/util/subprocess.hpp"
 #include "transport/fd_stream.hpp"
+#include "transport/local_exec.hpp"
 
 namespace tpurun {
 namespace {
@@ -56,7 +57,7 @@ class LocalConnection : public Connection {
                                           format_duration_ms(command.timeout_ms))});
     }
     if (cancel.cancelled()) {
-      return unexpected(TransportError{ErrorKind::interrupted, "interrupted by Ctrl-C"});
+      return unexpected(TransportError{ErrorKind::interrupted, interrupted_by()});
     }
     return *result;
   }
@@ -65,6 +66,12 @@ class LocalConnection : public Connection {
   Result<std::unique_ptr<ByteStream>, TransportError> open_stream(const std::string& host, int port,
                                                                   const CancelToken& cancel) override {
     return connect_tcp_stream(host, port, cancel);
+  }
+
+  Result<std::unique_ptr<ExecStream>, TransportError> open_exec(const std::string& command_line,
+                                                                const CancelToken& cancel) override {
+    if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, interrupted_by()});
+    return open_local_exec(command_line);
   }
 };
 

@@ -1,5 +1,7 @@
 #include "transport/redescribe.hpp"
 
+#include <fmt/format.h>
+
 namespace tpurun {
 
 RedescribeTransport::RedescribeTransport(std::unique_ptr<Transport> inner, Describe describe)
@@ -23,7 +25,11 @@ Result<std::unique_ptr<Connection>, TransportError> RedescribeTransport::connect
   const ErrorKind kind = connection.error().kind;
   if (kind != ErrorKind::connect && kind != ErrorKind::timeout && kind != ErrorKind::hostkey) return connection;
   auto now = current();
-  if (!now) return unexpected(TransportError{ErrorKind::connect, now.error()});
+  if (!now) {
+    // What gcloud says explains it; what failed first says what was tried.
+    return unexpected(TransportError{ErrorKind::connect,
+                                     fmt::format("{} (after: {})", now.error(), connection.error().message)});
+  }
   for (const Worker& fresh : *now) {
     if (fresh.index != worker.index) continue;
     if (fresh.host == worker.host && fresh.host_key_alias == worker.host_key_alias) return connection;

@@ -207,7 +207,7 @@ Result<CommandExit, TransportError> SshConnection::run(const RemoteCommand& comm
   if (interrupted) {
     ssh_channel_close(channel);
     return unexpected(TransportError{ErrorKind::interrupted,
-                                     "interrupted by Ctrl-C; the command was sent SIGINT/SIGTERM"});
+                                     interrupted_by() + "; the command was sent SIGINT/SIGTERM"});
   }
   if (lost && !state.have_status && state.exit_signal.empty()) {
     return unexpected(channel_error(worker_, session_, "connection lost mid-command"));

@@ -6,7 +6,8 @@
 namespace tpurun {
 
 // An authenticated libssh session; each run() opens one exec channel, each
-// open_stream() one direct-tcpip channel (ssh_stream.cpp).
+// open_stream() one direct-tcpip channel (ssh_stream.cpp), each open_exec()
+// one exec channel kept open (ssh_exec.cpp).
 class SshConnection : public Connection {
  public:
   SshConnection(ssh_session session, Worker worker) : session_(session), worker_(std::move(worker)) {}
@@ -18,6 +19,8 @@ class SshConnection : public Connection {
                                           const CancelToken& cancel) override;
   Result<std::unique_ptr<ByteStream>, TransportError> open_stream(const std::string& host, int port,
                                                                   const CancelToken& cancel) override;
+  Result<std::unique_ptr<ExecStream>, TransportError> open_exec(const std::string& command_line,
+                                                                const CancelToken& cancel) override;
 
  private:
   ssh_session session_;

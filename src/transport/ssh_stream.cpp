@@ -88,7 +88,7 @@ TransportError open_failure(ssh_session session, const std::string& host, int po
 
 Result<std::unique_ptr<ByteStream>, TransportError> SshConnection::open_stream(const std::string& host, int port,
                                                                                const CancelToken& cancel) {
-  if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, "interrupted"});
+  if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, interrupted_by()});
   ssh_channel channel = ssh_channel_new(session_);
   if (channel == nullptr) {
     return unexpected(TransportError{ErrorKind::channel, fmt::format("cannot open channel: {}", ssh_get_error(session_))});

@@ -111,7 +111,7 @@ SshTransport::SshTransport(SshTransportOptions options) : options_(std::move(opt
 
 Result<std::unique_ptr<Connection>, TransportError> SshTransport::connect(const Worker& worker,
                                                                          const CancelToken& cancel) {
-  if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, "interrupted before connecting"});
+  if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, interrupted_by() + " before connecting"});
   SessionOwner owner{ssh_new()};
   ssh_session s = owner.s;
   if (s == nullptr) return unexpected(TransportError{ErrorKind::local, "out of memory creating an SSH session"});

@@ -22,6 +22,8 @@ struct FakeBehaviour {
   // open_stream(host, port): unset, nothing listens (`refused`), as on a
   // worker where no workload serves metrics.
   std::function<Result<std::unique_ptr<ByteStream>, TransportError>(const std::string&, int)> stream;
+  // open_exec(command_line): unset, this fake cannot hold a command open.
+  std::function<Result<std::unique_ptr<ExecStream>, TransportError>(const std::string&)> exec;
 };
 
 class FakeTransport : public Transport {
@@ -83,6 +85,16 @@ class FakeTransport : public Transport {
       if (b_.stream) return b_.stream(host, port);
       return unexpected(TransportError{ErrorKind::refused, "nothing listens on the worker's " + host + ":" +
                                                                std::to_string(port) + " (connection refused)"});
+    }
+
+    Result<std::unique_ptr<ExecStream>, TransportError> open_exec(const std::string& command_line,
+                                                                  const CancelToken&) override {
+      {
+        std::lock_guard lock(t_.mutex_);
+        t_.ran_.push_back({index_, RemoteCommand{command_line, "", 0}});
+      }
+      if (b_.exec) return b_.exec(command_line);
+      return unexpected(TransportError{ErrorKind::channel, "this fake cannot hold a command open"});
     }
 
    private:

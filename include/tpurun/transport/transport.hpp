@@ -51,6 +51,22 @@ class ByteStream {
   virtual Result<StreamRead, TransportError> read(int wait_ms) = 0;
 };
 
+// A command on the worker that stays in conversation with us: write() feeds
+// its stdin, read() returns its stdout as it comes, and its stderr is kept
+// for err(). stage's launch is one: the worker answers that it reserved its
+// TPU, then waits for the launch script, or for EOF (given up: nothing
+// starts). Destroying it closes the channel; the command sees EOF and hangup.
+class ExecStream : public ByteStream {
+ public:
+  // EOF on the command's stdin; nothing more can be written.
+  virtual void close_input() = 0;
+  // What the command wrote to stderr so far.
+  virtual std::string err() const = 0;
+  // Once read() has seen the end of stdout: the command's exit code (128+N
+  // for a signal), or nullopt when it is not known.
+  virtual std::optional<int> exit_code() = 0;
+};
+
 // One open session to a worker. Used by one thread at a time.
 class Connection {
  public:
@@ -69,6 +85,10 @@ class Connection {
   // streams keep this default, which says so.
   virtual Result<std::unique_ptr<ByteStream>, TransportError> open_stream(const std::string& host, int port,
                                                                           const CancelToken& cancel);
+  // Starts `command_line` under the worker's shell (as run() does) and keeps
+  // its stdin open (ExecStream). Transports that cannot keep this default.
+  virtual Result<std::unique_ptr<ExecStream>, TransportError> open_exec(const std::string& command_line,
+                                                                        const CancelToken& cancel);
 };
 
 class Transport {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 
 namespace tpurun {
 
@@ -45,7 +46,12 @@ class Interrupted : public std::runtime_error {
 };
 
 // Installs a SIGINT/SIGTERM handler: the first signal sets the returned flag,
-// a second one exits at once with 130.
+// a second one exits at once (130 or 143).
 const std::atomic<bool>* install_interrupt_handler();
+
+// "interrupted by Ctrl-C" or "interrupted by SIGTERM": which signal it was.
+std::string interrupted_by();
+// 130 after Ctrl-C (SIGINT), 143 after SIGTERM.
+int interrupt_exit_code();
 
 }  // namespace tpurun

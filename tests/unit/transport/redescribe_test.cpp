@@ -53,7 +53,7 @@ TEST(RedescribeTest, ATpuVmThatIsGoneIsReportedAsGcloudSaid) {
                                 });
   auto gone = transport.connect({0, "10.0.0.2", 22, "tpu.1-0"}, CancelToken());
   ASSERT_FALSE(gone);
-  EXPECT_EQ(gone.error().message, "pod 'p': TPU VM t is PREEMPTED: ...");
+  EXPECT_EQ(gone.error().message, "pod 'p': TPU VM t is PREEMPTED: ... (after: cannot connect to 10.0.0.2)");
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+// Connection::open_exec over SSH: an exec channel (RFC 4254 §6.5) whose stdin
+// stays open, read and written by polling as SshStream is.
+#include <libssh/libssh.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "transport/ssh_connection.hpp"
+
+namespace tpurun {
+namespace {
+
+class SshExecStream : public ExecStream {
+ public:
+  SshExecStream(ssh_session session, ssh_channel channel) : session_(session), channel_(channel) {}
+  ~SshExecStream() override {
+    if (ssh_channel_is_open(channel_)) {
+      ssh_channel_send_eof(channel_);
+      ssh_channel_close(channel_);
+    }
+    ssh_channel_free(channel_);
+  }
+  SshExecStream(const SshExecStream&) = delete;
+  SshExecStream& operator=(const SshExecStream&) = delete;
+
+  std::optional<TransportError> write(std::string_view data) override {
+    while (!data.empty()) {
+      int n = ssh_channel_write(channel_, data.data(), static_cast<uint32_t>(std::min<size_t>(data.size(), 1 << 20)));
+      if (n < 0) return broken("sending to the command failed");
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return std::nullopt;
+  }
+
+  Result<StreamRead, TransportError> read(int wait_ms) override {
+    drain_stderr();
+    // As in SshStream: poll first, since a read's 0 means "nothing yet" or
+    // "end" depending on the libssh version.
+    int available = ssh_channel_poll_timeout(channel_, wait_ms, 0);
+    if (available == SSH_EOF) return end();
+    if (available == SSH_ERROR) return unexpected(broken("reading the command's output failed"));
+    drain_stderr();
+    if (available == 0) return StreamRead{};
+    std::string buf(static_cast<size_t>(std::min(available, 65536)), '\0');
+    int n = ssh_channel_read_nonblocking(channel_, buf.data(), static_cast<uint32_t>(buf.size()), 0);
+    if (n == SSH_EOF) return end();
+    if (n < 0) return unexpected(broken("reading the command's output failed"));
+    buf.resize(static_cast<size_t>(n));
+    return StreamRead{std::move(buf), false};
+  }
+
+  void close_input() override {
+    if (!input_closed_) ssh_channel_send_eof(channel_);
+    input_closed_ = true;
+  }
+
+  std::string err() const override { return err_; }
+
+  std::optional<int> exit_code() override {
+    if (!eof_) return std::nullopt;
+    // libssh waits (up to the session's timeout) for the exit-status or
+    // exit-signal message that sshd sends before closing the channel.
+    const int status = ssh_channel_get_exit_status(channel_);
+    if (status >= 0) return status;
+    return std::nullopt;
+  }
+
+ private:
+  StreamRead end() {
+    drain_stderr();
+    eof_ = true;
+    return StreamRead{{}, true};
+  }
+  void drain_stderr() {
+    char buf[4096];
+    while (ssh_channel_poll(channel_, 1) > 0) {
+      int n = ssh_channel_read_nonblocking(channel_, buf, sizeof buf, 1);
+      if (n <= 0) break;
+      if (err_.size() < (1u << 20)) err_.append(buf, static_cast<size_t>(n));
+    }
+  }
+  TransportError broken(const char* what) const {
+    return {ErrorKind::channel, fmt::format("{}: {} — the worker may have dropped the connection", what,
+                                            ssh_get_error(session_))};
+  }
+
+  ssh_session session_;
+  ssh_channel channel_;
+  std::string err_;
+  bool input_closed_ = false;
+  bool eof_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ExecStream>, TransportError> SshConnection::open_exec(const std::string& command_line,
+                                                                            const CancelToken& cancel) {
+  if (cancel.cancelled()) return unexpected(TransportError{ErrorKind::interrupted, interrupted_by()});
+  ssh_channel channel = ssh_channel_new(session_);
+  if (channel == nullptr) {
+    return unexpected(TransportError{ErrorKind::channel, fmt::format("cannot open channel: {}", ssh_get_error(session_))});
+  }
+  if (ssh_channel_open_session(channel) != SSH_OK || ssh_channel_request_exec(channel, command_line.c_str()) != SSH_OK) {
+    TransportError error{ErrorKind::channel,
+                         fmt::format("cannot start a command: {} — the worker may have dropped the connection",
+                                     ssh_get_error(session_))};
+    ssh_channel_free(channel);
+    return unexpected(std::move(error));
+  }
+  return std::unique_ptr<ExecStream>(new SshExecStream(session_, channel));
+}
+
+}  // namespace tpurun
