@@ -97,10 +97,11 @@ void sleep_unless_cancelled(std::chrono::milliseconds span, const CancelToken& c
 
 }  // namespace
 
-void pick_pod(Context& ctx, bool ignore_claim, std::optional<std::chrono::milliseconds> wait_every) {
+void pick_pod(Context& ctx, bool ignore_claim, std::optional<std::chrono::milliseconds> wait_every,
+              bool one_pod_may_wait) {
   std::string pattern = ctx.pod_request.pod.value_or(ctx.env.get("TPURUN_POD").value_or(""));
   if (!is_pod_pattern(pattern)) {
-    if (wait_every) {
+    if (wait_every && !one_pod_may_wait) {
       throw UsageError("--wait waits for a free pod among several: use it with --pod auto or --pod 'glob*'");
     }
     return;

@@ -17,6 +17,7 @@
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -52,8 +53,9 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   cmd->add_flag("--dry-run", o.dry_run, "Show what would be staged and launched; change nothing");
   cmd->add_flag("--ignore-claim", o.ignore_claim, "Go ahead on a pod that another user has claimed (tpurun claims)");
   cmd->add_option("--wait", o.wait_pod,
-                  "With --pod auto or --pod 'glob*': when no pod is free, wait for one, scanning again every "
-                  "INTERVAL (default 30s) and saying what it waits for; Ctrl-C stops")
+                  "When the workers are reserved by another stage or run, or someone else holds their TPU, wait "
+                  "until they are free, looking again every INTERVAL (default 30s); with --pod auto or --pod "
+                  "'glob*', wait for a free pod. It says what it waits for; Ctrl-C stops")
       ->expected(0, 1)
       ->type_name("[INTERVAL]");
   cmd->add_flag("--skip-preflight", o.skip_preflight, "Don't check who holds the TPU before launching");
@@ -317,15 +319,22 @@ int run_stage(const StageOptions& o, Context& ctx) {
   if (run.running.size() < launched) {
     print_failure_summary(printer, run.launched.outcomes);
     if (!run.running.empty()) {
-      printer.note(fmt::format("the job started on {} of {} workers only; the watcher counts the others as failed "
+      printer.note(fmt::format("the job started on {} of {} workers only; the watcher counts the others as lost "
                                "(on failure: {})", run.running.size(), launched, o.on_failure));
     }
   } else {
-    printer.note(fmt::format("launched on {} workers{} (detached; Ctrl-C only stops following)", run.running.size(),
+    printer.note(fmt::format("launched on {}{} (detached; Ctrl-C only stops following)", count_of(run.running.size(), "worker"),
                              plan.slices ? fmt::format(" in {} slices", plan.slices->num_slices) : ""));
   }
   if (o.json) print_json(ctx.out, launch_json(run, plan));
-  if (o.detach || o.json || run.running.empty()) {
+  if (run.running.empty()) {
+    if (!o.json) {
+      printer.note(fmt::format("the job started on no worker: run {} ends as lost (`tpurun runs`; its log dir "
+                               "says why per worker)", run.record.run_id));
+    }
+    return 255;
+  }
+  if (o.detach || o.json) {
     if (!o.json) {
       printer.note(fmt::format("follow: tpurun logs {} -f   stop: tpurun kill --run {}", run.record.run_id,
                                run.record.run_id));

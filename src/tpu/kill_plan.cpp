@@ -124,6 +124,7 @@ KillPlan plan_kill(const LockScan& scan, const KillOptions& options) {
     }
   }
   for (const ScannedProcess& p : scan.processes) {
+    if (options.tpu_holders_only) break;
     if (mine(p) && in_run(p)) seeds.emplace_back(&p, "run " + *p.run_id);
   }
 

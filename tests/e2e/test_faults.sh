@@ -79,12 +79,13 @@ assert_contains "$ERR" "succeeded: all $last workers exited 0"
 bob_alive
 
 # -- Two users staging 10 times each, concurrently: no collisions (runs and log dirs are unique).
+# One stage at a time holds the worker; the others wait their turn (--wait).
 bobproj=$(make_project bob proj)
 pids=()
 for i in $(seq 10); do
-  as_user alice -C "$proj" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --detach --json --worker 0 -- true \
+  as_user alice -C "$proj" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --detach --json --wait=1 --worker 0 -- true \
     >"$SCRATCH/a$i.json" 2>"$SCRATCH/a$i.err" & pids+=($!)
-  as_user bob -C "$bobproj" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --detach --json --worker 0 -- true \
+  as_user bob -C "$bobproj" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --detach --json --wait=1 --worker 0 -- true \
     >"$SCRATCH/b$i.json" 2>"$SCRATCH/b$i.err" & pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || fail "a concurrent stage failed: $(cat "$SCRATCH"/[ab]*.err)"; done

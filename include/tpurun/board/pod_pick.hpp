@@ -21,7 +21,10 @@ bool is_pod_pattern(const std::string& pod);
 // With `wait_every`, none free is not an error: it scans again every that
 // long, saying what it waits for whenever that changes, until a pod frees
 // up or Ctrl-C (Interrupted).
-void pick_pod(Context& ctx, bool ignore_claim, std::optional<std::chrono::milliseconds> wait_every = std::nullopt);
+// `one_pod_may_wait`: --wait on a single pod means something else to the
+// caller (stage waits for its workers), so it is no mistake there.
+void pick_pod(Context& ctx, bool ignore_claim, std::optional<std::chrono::milliseconds> wait_every = std::nullopt,
+              bool one_pod_may_wait = false);
 
 // --wait [INTERVAL] of stage and exec: nullopt when not given; 30s when given bare.
 std::optional<std::chrono::milliseconds> parse_pod_wait(const std::optional<std::string>& text, bool dry_run);

@@ -17,6 +17,9 @@ struct KillOptions {
   // Only this tpurun run's processes. A unique prefix of a run id is enough.
   std::optional<std::string> run_id;
   bool force = false;  // also other users' holders, via sudo -n (admins)
+  // Only the trees of the processes that hold the TPU (stage --kill-previous),
+  // not every job of a tpurun run (a run that does not use the TPU goes on).
+  bool tpu_holders_only = false;
 };
 
 struct Victim {

@@ -3,13 +3,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <atomic>
+#include <algorithm>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "tpurun/doctor/uids.hpp"
-#include "tpurun/fanout/fanout.hpp"
 #include "tpurun/fanout/gather.hpp"
-#include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/watcher/watcher_control.hpp"
 #include "tpurun/tpu/kill.hpp"
 #include "tpurun/tpu/scan.hpp"
 #include "tpurun/util/duration.hpp"
@@ -44,73 +45,112 @@ std::vector<std::string> other_holders(const LockScan& scan) {
   return lines;
 }
 
-void kill_previous(const PodConfig& pod, const std::vector<Worker>& workers, Transport& transport,
-                   const PreflightOptions& options, LinePrinter& printer, Context& ctx) {
-  KillRequest request;
-  request.device_globs = pod.device_globs;
-  auto kills = kill_on_workers(workers, transport, options.fanout, ctx.cancel, request);
-  for (const WorkerKill& k : kills) {
-    size_t n = k.gone_before.size() + k.gone_term.size() + k.gone_kill.size();
-    if (n > 0) printer.note(fmt::format("{}: --kill-previous stopped {} of your processes", k.worker.display(), n));
-    if (!k.error.empty()) printer.note(fmt::format("{}: --kill-previous: {}", k.worker.display(), k.error));
+// Workers reserved by another stage or run, one line per holder. The
+// caller's own runs get the command that ends them.
+std::vector<std::string> reserved_lines(const Reservations& reservations, const std::string& user) {
+  std::map<std::string, std::vector<int>> own, others;
+  for (const WorkerReservation& w : reservations.workers()) {
+    if (w.state != ReserveState::busy) continue;
+    if (w.holders.empty()) others["a process whose holder record is gone"].push_back(w.worker.index);
+    for (const ReservationHolder& h : w.holders) {
+      (h.user == user && h.run_id != "-" ? own[h.run_id] : others[describe(h)]).push_back(w.worker.index);
+    }
   }
+  std::vector<std::string> lines;
+  for (const auto& [run, indices] : own) {
+    lines.push_back(fmt::format("  {}: your run {} still runs there (its job does not hold the TPU, so "
+                                "--kill-previous leaves it): stop it with `tpurun kill --run {}`",
+                                compact_worker_set(indices), run, run));
+  }
+  for (const auto& [who, indices] : others) {
+    lines.push_back(fmt::format("  {}: reserved by {}: it is launching or running there", compact_worker_set(indices),
+                                who));
+  }
+  return lines;
+}
+
+// A stale /tmp/libtpu_lockfile is removed under kill's rule, on the
+// reservation's own connection (the reservation keeps anyone from taking the
+// TPU meanwhile).
+void clean_stale(WorkerScanResult& r, size_t position, const PodConfig& pod, Reservations& reservations,
+                 LinePrinter& printer, Context& ctx) {
+  reservations.with_connection(position, [&](Connection& conn) {
+    auto cleaned = clean_stale_lock(conn, *r.scan, pod.device_globs, ctx.cancel);
+    if (!cleaned) {
+      r.error = cleaned.error().message;
+      return;
+    }
+    for (const std::string& path : cleaned->result.removed) {
+      printer.note(fmt::format("{}: removed stale {} (no process held the TPU)", r.worker.display(), path));
+    }
+    r.state = cleaned->state;
+    std::vector<std::string> why = cleaned->result.kept;  // sudo refused, someone took the TPU meanwhile
+    if (!cleaned->result.error.empty()) why.push_back(cleaned->result.error);
+    if (!why.empty()) r.error = fmt::format("{}", fmt::join(why, "; "));
+  });
 }
 
 }  // namespace
 
-void run_preflight(const PodConfig& pod, const std::vector<Worker>& workers, Transport& transport,
-                   const PreflightOptions& options, LinePrinter& printer, Context& ctx) {
-  if (options.kill_previous) kill_previous(pod, workers, transport, options, printer, ctx);
+size_t kill_previous(const PodConfig& pod, const std::vector<Worker>& workers, Transport& transport,
+                     const PreflightOptions& options, LinePrinter& printer, Context& ctx) {
+  KillRequest request;
+  request.device_globs = pod.device_globs;
+  request.options.tpu_holders_only = true;
+  // The runs being stopped hear of it first, so they end as stopped rather
+  // than failed (or restarted): once per run, whichever worker names it.
+  std::mutex mutex;
+  std::set<std::string> told;
+  const Target target{pod, workers};
+  const std::string user = local_user(ctx.env);
+  request.before_signal = [&](const Worker&, const LockScan&, const KillPlan& plan) -> std::optional<std::string> {
+    for (const Victim& v : plan.victims) {
+      if (!v.process.run_id) continue;
+      std::lock_guard lock(mutex);
+      if (told.insert(*v.process.run_id).second) stop_watchers(target, *v.process.run_id, user, printer);
+    }
+    return std::nullopt;
+  };
+  size_t stopped = 0;
+  for (const WorkerKill& k : kill_on_workers(workers, transport, options.fanout, ctx.cancel, request)) {
+    size_t n = k.gone_before.size() + k.gone_term.size() + k.gone_kill.size();
+    stopped += n;
+    if (n > 0) printer.note(fmt::format("{}: --kill-previous stopped {} of your processes", k.worker.display(), n));
+    if (!k.error.empty()) printer.note(fmt::format("{}: --kill-previous: {}", k.worker.display(), k.error));
+  }
+  return stopped;
+}
 
-  std::atomic<size_t> done{0};
-  auto results = for_each_connection<WorkerScanResult>(
-      workers, transport, options.fanout, ctx.cancel,
-      [&](Connection& conn, const Worker& worker) -> Result<WorkerScanResult, TransportError> {
-        ScanRequest request{pod.device_globs, false};
-        auto scanned = scan_connection(conn, worker, request, ctx.cancel);
-        if (scanned && scanned->state == TpuState::stale_lock && scanned->scan) {
-          auto cleaned = clean_stale_lock(conn, *scanned->scan, pod.device_globs, ctx.cancel);
-          if (cleaned) {
-            for (const std::string& path : cleaned->result.removed) {
-              printer.note(fmt::format("{}: removed stale {} (no process held the TPU)", worker.display(), path));
-            }
-            scanned->state = cleaned->state;
-            // If the lock stayed, say why (sudo refused, someone took the TPU meanwhile).
-            std::vector<std::string> why = cleaned->result.kept;
-            if (!cleaned->result.error.empty()) why.push_back(cleaned->result.error);
-            if (!why.empty()) scanned->error = fmt::format("{}", fmt::join(why, "; "));
-          } else {
-            scanned->error = cleaned.error().message;
-          }
-        }
-        printer.progress(fmt::format("preflight: checked {}/{} workers", ++done, workers.size()));
-        return scanned;
-      });
-  printer.clear_progress();
-  if (ctx.cancel.cancelled()) throw Interrupted("interrupted during the preflight check; nothing was staged");
-
+void judge_preflight(const PodConfig& pod, Reservations& reservations, const PreflightOptions& options,
+                     LinePrinter& printer, Context& ctx) {
   std::vector<WorkerScanResult> scanned;
-  for (const auto& r : results) {
-    if (r) scanned.push_back(*r);
+  for (size_t i = 0; i < reservations.workers().size(); ++i) {
+    const WorkerReservation& w = reservations.workers()[i];
+    if (!w.scan) continue;
+    WorkerScanResult r = *w.scan;
+    if (r.state == TpuState::stale_lock && r.scan) clean_stale(r, i, pod, reservations, printer, ctx);
+    scanned.push_back(std::move(r));
   }
   if (std::string wrong = uid_mismatch(local_user(ctx.env), options.local_uid, options.local_gid, scanned);
       !wrong.empty()) {
     throw UidMismatch(wrong);
   }
 
-  std::vector<std::string> refusals;
+  std::vector<std::string> refusals = reserved_lines(reservations, local_user(ctx.env));
+  bool busy = !refusals.empty();
   std::vector<int> own;
-  for (size_t i = 0; i < results.size(); ++i) {
-    const Worker& w = workers[i];
-    if (!results[i]) {
-      refusals.push_back(fmt::format("  {}: cannot check: {}", w.display(), results[i].error().message));
-      continue;
+  for (const WorkerReservation& w : reservations.workers()) {
+    if (w.state == ReserveState::failed) {
+      refusals.push_back(fmt::format("  {}: cannot check: {}", w.worker.display(), w.error));
     }
-    const WorkerScanResult& r = *results[i];
+  }
+  for (const WorkerScanResult& r : scanned) {
+    const Worker& w = r.worker;
     switch (r.state) {
       case TpuState::free:
         break;
       case TpuState::busy_other:
+        busy = true;
         for (const std::string& who : other_holders(*r.scan)) {
           refusals.push_back(fmt::format("  {}: TPU held by {}", w.display(), who));
         }
@@ -137,10 +177,15 @@ void run_preflight(const PodConfig& pod, const std::vector<Worker>& workers, Tra
                                    "--worker {}`, or stage with --kill-previous",
                                    compact_worker_set(own), fmt::join(own, ",")));
   }
+  const bool untried = std::any_of(reservations.workers().begin(), reservations.workers().end(),
+                                   [](const WorkerReservation& w) { return w.state == ReserveState::not_tried; });
+  if (untried && refusals.empty()) refusals.push_back("  (the first worker could not be reserved)");
   if (!refusals.empty()) {
-    throw std::runtime_error(fmt::format("not launching: the TPU is not free on every selected worker\n{}\n"
-                                 "(`tpurun status` shows the details; --skip-preflight launches anyway)",
-                                 fmt::join(refusals, "\n")));
+    throw PreflightRefusal(fmt::format("not launching: the TPU is not free on every selected worker\n{}\n"
+                                       "(nothing was started; `tpurun status` shows the details; --wait waits for "
+                                       "them; --skip-preflight launches anyway)",
+                                       fmt::join(refusals, "\n")),
+                           busy);
   }
 }
 

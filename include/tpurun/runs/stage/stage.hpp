@@ -11,7 +11,7 @@
 
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/slices.hpp"
-#include "tpurun/runs/launch.hpp"
+#include "tpurun/runs/launch/launch.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/watcher/restart_codes.hpp"
 #include "tpurun/staging/snapshot.hpp"

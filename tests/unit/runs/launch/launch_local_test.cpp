@@ -10,7 +10,7 @@
 
 #include "fakes/temp_dir.hpp"
 #include "runs/record/log_dir_layout.hpp"
-#include "tpurun/runs/launch.hpp"
+#include "tpurun/runs/launch/launch.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/util/atomic_file.hpp"
 #include "transport/local_transport.hpp"

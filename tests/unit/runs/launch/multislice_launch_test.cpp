@@ -2,7 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tpurun/runs/launch.hpp"
+#include "tpurun/runs/launch/launch.hpp"
 
 namespace tpurun {
 namespace {

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Issue 30: two stages at the same moment never split the workers. Each
+# round starts two stages at once for the same workers, with the fake
+# trainer taking the TPU the way libtpu does; exactly one launches on every
+# worker and the other is refused before any job of it starts, naming the
+# winner. Rounds: alice against bob, alice against herself, and a
+# multi-slice pod; then --wait, which waits for its turn instead.
+# Asserts on exit codes, records and processes, never on timings.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gang_lib.sh"
+require_tpurun
+
+cfg=$SCRATCH/race.json
+cat >"$cfg" <<JSON
+{ "default_pod": "race",
+  "pods": {
+    $(carved_pod race 0 3),
+    $(carved_pod ra 4 5),
+    $(carved_pod rb 6 7),
+    "rab": { "slices": ["ra", "rb"] } } }
+JSON
+chmod 644 "$cfg"
+chmod 755 "$SCRATCH"
+FAKEPOD_CONFIG=$cfg
+aproj=$(make_project alice raceproj)
+bproj=$(make_project bob raceproj)
+rm -rf "$(srv "$FAKEPOD_NFS/logs/alice/raceproj")" "$(srv "$FAKEPOD_NFS/logs/bob/raceproj")"
+
+runs_of() {  # U: the user's run dirs of this test, one per line
+  ls -d "$(srv "$FAKEPOD_NFS/logs/$1/raceproj")"/*/ 2>/dev/null | sort || true
+}
+all_runs() { runs_of alice; runs_of bob; }
+job_count() {  # U RUN: workers with a pid record
+  ls "$(srv "$FAKEPOD_NFS/logs/$1/raceproj/$2")"/worker*.pid 2>/dev/null | wc -l
+}
+
+# race POD N U1 U2: both stage at once; exactly one launches on all N workers.
+race() {
+  local pod=$1 n=$2 u1=$3 u2=$4 round=$5
+  local rc1=0 rc2=0 runs_before
+  runs_before=$(all_runs | grep -c . || true)
+  local d1 d2
+  d1=$([[ $u1 == alice ]] && echo "$aproj" || echo "$bproj")
+  d2=$([[ $u2 == alice ]] && echo "$aproj" || echo "$bproj")
+  tpurun_as "$u1" -C "$d1" --pod "$pod" stage --detach -- python3 train.py --forever \
+    >"$SCRATCH/r1.out" 2>"$SCRATCH/r1.err" &
+  local p1=$!
+  tpurun_as "$u2" -C "$d2" --pod "$pod" stage --detach -- python3 train.py --forever \
+    >"$SCRATCH/r2.out" 2>"$SCRATCH/r2.err" &
+  local p2=$!
+  wait "$p1" || rc1=$?
+  wait "$p2" || rc2=$?
+  local winner loser werr lerr
+  if ((rc1 == 0 && rc2 != 0)); then
+    winner=$u1 loser=$u2 werr=$SCRATCH/r1.err lerr=$SCRATCH/r2.err
+  elif ((rc2 == 0 && rc1 != 0)); then
+    winner=$u2 loser=$u1 werr=$SCRATCH/r2.err lerr=$SCRATCH/r1.err
+  else
+    fail "round $round ($pod, $u1 vs $u2): exit codes $rc1 and $rc2, not one launch and one refusal
+--- first: $(cat "$SCRATCH/r1.err")
+--- second: $(cat "$SCRATCH/r2.err")"
+  fi
+  local run
+  run=$(grep -o 'tpurun logs [^ ]* -f' "$werr" | awk '{print $3}')
+  [[ -n $run ]] || fail "round $round: the winner printed no run: $(cat "$werr")"
+  # The loser started nothing: the round made one run dir, the winner's.
+  assert_eq "$(all_runs | grep -c .)" "$((runs_before + 1))" "round $round: the refused stage made a run"
+  local lmsg
+  lmsg=$(cat "$lerr")
+  assert_contains "$lmsg" "not launching" "round $round: the loser's refusal"
+  [[ $lmsg == *"reserved by $winner's run $run"* || $lmsg == *"TPU held by $winner"* ||
+     $lmsg == *"your run $run still runs there"* || $lmsg == *"your own earlier job still holds the TPU"* ]] ||
+    fail "round $round: the refusal does not name the winner ($winner, run $run): $lmsg"
+  # The winner's job runs on every worker, and holds every TPU.
+  for _ in $(seq 100); do [[ $(job_count "$winner" "$run") == "$n" ]] && break; sleep 0.1; done
+  assert_eq "$(job_count "$winner" "$run")" "$n" "round $round: the winner's jobs"
+  expect_exit 0 tpurun_as "$winner" --pod "$pod" kill --run "$run" --grace 2s
+  wait_verdict "$winner" "$run" stopped
+}
+
+note "20 rounds: alice and bob stage the same 4 workers at the same moment"
+for i in $(seq 1 20); do race race 4 alice bob "$i"; done
+note "6 rounds: alice stages twice at the same moment"
+for i in $(seq 21 26); do race race 4 alice alice "$i"; done
+note "4 rounds: alice and bob stage the same multi-slice pod (2 slices of 2 workers)"
+for i in $(seq 27 30); do race ra,rb 4 alice bob "$i"; done
+
+note "--wait: bob waits for alice's run to end, then launches"
+expect_exit 0 tpurun_as alice -C "$aproj" stage --detach -- python3 train.py --steps 6 --step-time 0.5
+arun=$(grep -o 'tpurun logs [^ ]* -f' <<<"$ERR" | awk '{print $3}')
+expect_exit 0 tpurun_as bob -C "$bproj" stage --detach --wait=1 -- python3 train.py --steps 1
+assert_contains "$ERR" "waiting for the workers (--wait"
+assert_eq "$(run_field alice "$arun" 'r["verdict"]')" "succeeded" "alice's run was cut short"
+pass
