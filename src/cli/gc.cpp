@@ -8,6 +8,7 @@
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/runs/watcher/records_verdict.hpp"
 #include "tpurun/staging/gc.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"

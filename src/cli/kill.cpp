@@ -6,17 +6,24 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
+#include <filesystem>
+#include <thread>
 
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/recorded_pod.hpp"
+#include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/runs/watcher/records_verdict.hpp"
 #include "tpurun/runs/watcher/watcher_control.hpp"
 #include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/ui/kill_report.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
 #include "tpurun/util/identity.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
 int parse_grace(const std::string& text) {
@@ -71,6 +78,30 @@ Examples:
   return cmd;
 }
 
+namespace {
+
+// A run with no live watcher gets no verdict from one: once its jobs are
+// gone (their exit records written), the kill records it, as stopped.
+void record_unwatched_stop(const std::string& run_dir, LinePrinter& printer, const CancelToken& cancel) {
+  auto state = read_run_state(run_dir);
+  if (!state || is_final(state->verdict) || watcher_alive(*state, static_cast<long long>(std::time(nullptr)))) return;
+  const RunRecord record = read_run_record(run_dir);
+  for (int i = 0; i < 100 && !cancel.cancelled(); ++i) {  // the wrappers write the exit records as the jobs end
+    if (auto settled = verdict_from_records(record, *state)) {
+      settled->message = "stopped by tpurun kill while no watcher ran";
+      settled->updated_at = format_utc_time(std::chrono::system_clock::now());
+      write_run_state(run_dir, *settled);
+      printer.note(fmt::format("run {} had no watcher: recorded as {}", record.run_id, to_string(settled->verdict)));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  printer.note(fmt::format("run {} has no watcher, and not every worker has an exit record yet: `tpurun runs` "
+                           "gives its verdict once they do", record.run_id));
+}
+
+}  // namespace
+
 int run_kill(const KillCommandOptions& o, Context& ctx) {
   if (o.force && !o.yes && !o.dry_run) {
     throw UsageError(
@@ -92,6 +123,13 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     target = resolve_target(o.target, ctx);
   }
   request.device_globs = target.pod.device_globs;
+  // A run id that names no run is a mistake to say, as `logs` says it; the
+  // prefix is made whole, so the kill and its watcher agree on one run.
+  std::optional<std::string> run_dir;
+  if (!o.run.empty() && !target.pod.logs_root.empty()) {
+    run_dir = resolve_run_dir(target.pod.logs_root, local_user(ctx.env), o.run);
+    request.options.run_id = std::filesystem::path(*run_dir).filename().string();
+  }
 
   std::optional<AuditLog> audit;
   if (o.force && !o.dry_run) {
@@ -109,7 +147,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
   if (!o.dry_run) stop_watchers(target, o.run, local_user(ctx.env), printer);
   auto transport = ctx.make_transport(target.pod);
   printer.progress(
-      fmt::format("{} on {} workers...", o.dry_run ? "scanning" : "killing", target.workers.size()));
+      fmt::format("{} on {}...", o.dry_run ? "scanning" : "killing", count_of(target.workers.size(), "worker")));
   auto reports = kill_on_workers(target.workers, *transport, o.target.fanout, ctx.cancel, request);
   printer.clear_progress();
 
@@ -126,6 +164,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     std::fwrite(text.data(), 1, text.size(), ctx.out);
     std::fflush(ctx.out);
   }
+  if (run_dir && !o.dry_run) record_unwatched_stop(*run_dir, printer, ctx.cancel);
   if (audit && std::any_of(reports.begin(), reports.end(),
                            [](const WorkerKill& r) { return r.signalled && r.plan.needs_root; })) {
     printer.note("recorded in " + audit->path() + " and in each worker's syslog (journalctl -t tpurun)");

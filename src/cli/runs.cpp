@@ -9,6 +9,7 @@
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/liveness.hpp"
+#include "tpurun/runs/watcher/records_verdict.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/ui/runs_view.hpp"
 #include "tpurun/util/identity.hpp"
@@ -74,27 +75,43 @@ CLI::App* register_runs(CLI::App& app, RunsOptions& o) {
   cmd->add_option("-n,--limit", o.limit, "How many runs, newest first")->default_str("20");
   cmd->add_flag("--json", o.json, "Print the runs as JSON");
   cmd->add_flag("--no-check", o.no_check, "Read the log dirs only; don't ask the workers which jobs are alive");
-  cmd->footer(R"(Each run has one verdict, kept by its watcher: running, restarting, succeeded,
-failed (names the first failing worker), lost (a worker was lost first), or
-stopped (tpurun kill). Each worker: pending, running, succeeded, failed, lost,
-stopped (by tpurun, after another worker failed, or by kill) or restarting.
+  cmd->footer(R"TXT(Each run has one verdict, kept by its watcher: running, restarting, succeeded,
+failed (names the first failing worker), lost (a worker was lost first),
+stopped (tpurun kill), preempted (its TPU VM), or cancelled (the stage was
+interrupted before the launch: nothing started). Each worker: pending,
+running, succeeded, failed, lost, stopped (by tpurun, after another worker
+failed, or by kill) or restarting.
 A running run whose every worker has been at 0% duty cycle with no new log
 line for its --stall-after is "stalled since TIME" (stage --on-stall).
 UNWATCHED: the run's watcher is gone (killed, or its host restarted) while the
-run may still be going; `tpurun logs RUN -f` starts a new one.
-Runs made by older tpurun versions show exited(CODE), lost or unknown per worker.)");
+run may still be going; `tpurun logs RUN -f` starts a new one. Once every
+worker's exit record is there, the records give the verdict the watcher would
+have given: "(finished, not watched)".
+Runs made by older tpurun versions show exited(CODE), lost or unknown per worker.)TXT");
   return cmd;
 }
 
 int run_runs(const RunsOptions& o, Context& ctx) {
+  if (o.limit < 1) throw UsageError(fmt::format("-n {}: give how many runs to list, 1 or more", o.limit));
   PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   std::vector<RunView> runs;
   for (const std::string& dir : list_run_dirs(pod.logs_root, local_user(ctx.env))) {
     if (static_cast<int>(runs.size()) >= o.limit) break;
     try {
-      RunView view{read_run_record(dir), {}, read_run_state(dir), false};
+      std::string problem;
+      RunView view{read_run_record(dir), {}, read_run_state(dir, &problem), false, false};
+      if (!problem.empty()) {
+        fmt::print(ctx.err, "tpurun: run {}: its state.json is {}; showing its job records instead\n",
+                   view.record.run_id, problem);
+      }
       if (view.state && !is_final(view.state->verdict)) view.watched = watcher_alive(*view.state, unix_now());
+      if (view.state && !is_final(view.state->verdict) && !view.watched) {
+        if (auto settled = verdict_from_records(view.record, *view.state)) {
+          view.state = std::move(settled);
+          view.from_records = true;
+        }
+      }
       for (const Worker& w : view.record.workers) view.jobs.push_back(read_worker_job(dir, w.index));
       runs.push_back(std::move(view));
     } catch (const std::exception& e) {

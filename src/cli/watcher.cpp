@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -27,6 +28,37 @@ CLI::App* register_watcher(CLI::App& app, WatcherOptions& o) {
   return cmd;
 }
 
+namespace {
+
+struct WatcherLock {
+  int fd = -1;
+  bool held_elsewhere = false;
+  std::string error;
+};
+
+// flock on RUN.lock. The holder removes the file when it ends, so a lock
+// taken on a file that was removed meanwhile (its inode is no longer the
+// path's) is let go and taken again on the path's new file.
+WatcherLock take_watcher_lock(const std::string& path) {
+  for (int tries = 0; tries < 10; ++tries) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return {-1, false, std::strerror(errno)};
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return {-1, true, ""};
+    }
+    struct stat held {}, now {};
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev) {
+      return {fd, false, ""};
+    }
+    ::close(fd);  // the last watcher removed it between our open and our lock
+  }
+  return {-1, false, "the lock file keeps being replaced"};
+}
+
+}  // namespace
+
 int run_watcher(const WatcherOptions& o, Context& ctx) {
   WatcherSetup setup;
   setup.record = read_run_record(o.log_dir);
@@ -34,16 +66,27 @@ int run_watcher(const WatcherOptions& o, Context& ctx) {
   std::error_code ec;
   std::filesystem::create_directories(locks, ec);
   const std::string lock_path = locks + "/" + setup.record.run_id + ".lock";
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (lock < 0) {
+  const WatcherLock lock = take_watcher_lock(lock_path);
+  if (lock.fd < 0 && !lock.held_elsewhere) {
     // A run nobody watches keeps no gang rules: better two watchers than none.
     fmt::print("cannot open the watcher lock {}: {}; watching without it (make {} writable, or set "
                "XDG_CACHE_HOME)\n",
-               lock_path, std::strerror(errno), cache_dir(ctx.env));
-  } else if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+               lock_path, lock.error, cache_dir(ctx.env));
+  } else if (lock.held_elsewhere) {
     fmt::print("another watcher of run {} is running on this host\n", setup.record.run_id);
     return 0;
   }
+  // The lock file goes with the watcher (it was left behind, one per run, for good).
+  struct Unlock {
+    const WatcherLock& lock;
+    const std::string& path;
+    ~Unlock() {
+      if (lock.fd >= 0) {
+        ::unlink(path.c_str());  // while still holding it: see take_watcher_lock
+        ::close(lock.fd);
+      }
+    }
+  } unlock{lock, lock_path};
   try {
     setup.pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
   } catch (const TpuUnavailable& e) {

@@ -71,6 +71,7 @@ nlohmann::json run_to_json(const RunView& run) {
   doc["attempt"] = s.attempt;
   doc["max_attempts"] = s.max_attempts;
   doc["watched"] = run.watched;
+  doc["from_records"] = run.from_records;
   doc["stopped_others"] = s.stopped_others;
   doc["first_failure"] = nullptr;
   if (s.first_failure) {
@@ -106,7 +107,7 @@ std::string verdict_text(const RunView& run) {
   std::string text = to_string(s.verdict);
   if (s.first_failure && (s.verdict == RunVerdict::failed || s.verdict == RunVerdict::lost ||
                           s.verdict == RunVerdict::restarting)) {
-    if (s.first_failure->how == "stalled") {
+    if (s.first_failure->how == "stalled" || s.first_failure->how == "out_of_space") {
       text += ": " + s.first_failure->detail;
     } else {
       text += fmt::format(": {} {} first", worker_name(run.record.workers, s.first_failure->worker),
@@ -120,6 +121,7 @@ std::string verdict_text(const RunView& run) {
   if (s.verdict == RunVerdict::preempted && !s.preemptions.empty()) text += ": " + s.preemptions.back().detail;
   if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);
   if (!is_final(s.verdict) && !run.watched) text += ", UNWATCHED (tpurun logs RUN -f watches again)";
+  if (run.from_records) text += " (finished, not watched: from the exit records)";
   return text;
 }
 

@@ -65,8 +65,8 @@ PY
 }
 api_deletes() { grep -c "DELETE /v2/projects/sim-proj/locations/$ZONE/nodes/rc " "$FAKEPOD_STATE/api.log" || true; }
 run_of() { grep -o 'tpurun logs [^ ]* -f' <<<"$1" | awk '{print $3}'; }
-wait_file() {  # PATH: until it exists (at most ~20s); a path on the share, read as root on the server
-  for _ in $(seq 200); do [[ -s $(srv "$1") ]] && return 0; sleep 0.1; done
+wait_file() {  # PATH: until it exists (at most ~90s: a recreate on a loaded machine); a path on the share, read as root on the server
+  for _ in $(seq 900); do [[ -s $(srv "$1") ]] && return 0; sleep 0.1; done
   fail "no $1"
 }
 audit=$(user_dir alice)/state/tpurun/audit.jsonl
@@ -190,7 +190,8 @@ fakepod create rc --zone $ZONE --accelerator v4-16 --spot >/dev/null
 expect_exit 0 t alice exec --script "$SCRATCH/setup.sh"
 expect_exit 0 t alice -C "$proj" stage --detach --recreate -- sleep 600
 run3=$(run_of "$ERR")
-expect_exit 0 t alice -C "$proj" stage --detach --recreate -- sleep 600
+# (a second run beside the first: --skip-preflight, since one stage at a time holds the workers)
+expect_exit 0 t alice -C "$proj" stage --detach --recreate --skip-preflight -- sleep 600
 run4=$(run_of "$ERR")
 wait_file "$logs/$run3/worker0.pid"
 wait_file "$logs/$run4/worker0.pid"

@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace tpurun {
-// A run that may still use a snapshot (see run_is_active in run_state.hpp).
+// A run that may still use a snapshot (see run_is_active in runs/watcher/records_verdict.hpp).
 struct SnapshotUser {
   std::string run_id;
   std::string state;  // "running", "restarting", ...

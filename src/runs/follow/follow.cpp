@@ -4,10 +4,13 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 #include "runs/record/log_dir_layout.hpp"
 #include "runs/watcher/gang.hpp"
 #include "tpurun/runs/follow/log_tail.hpp"
 #include "tpurun/runs/watcher/watcher_control.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun {
 namespace {
@@ -30,7 +33,8 @@ void print_summary(const RunRecord& run, const RunState& s, LinePrinter& printer
   const std::string attempts =
       s.max_attempts > 1 ? fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts) : std::string();
   if (s.verdict == RunVerdict::succeeded) {
-    printer.note(fmt::format("run {} succeeded{}: all {} workers exited 0", run.run_id, attempts, s.workers.size()));
+    printer.note(fmt::format("run {} succeeded{}: {} exited 0", run.run_id, attempts,
+                             s.workers.size() == 1 ? "its worker" : fmt::format("all {} workers", s.workers.size())));
     return;
   }
   if (s.verdict == RunVerdict::preempted) {
@@ -46,7 +50,7 @@ void print_summary(const RunRecord& run, const RunState& s, LinePrinter& printer
     return;
   }
   if (s.verdict == RunVerdict::stopped) {
-    printer.note(fmt::format("run {} was stopped{} ({} of {} workers had exited 0)", run.run_id, attempts, ok,
+    printer.note(fmt::format("run {} was stopped{} ({} of {} had exited 0)", run.run_id, attempts, ok,
                              s.workers.size()));
     return;
   }
@@ -57,10 +61,12 @@ void print_summary(const RunRecord& run, const RunState& s, LinePrinter& printer
                                       : f.detail + (f.at.empty() ? "" : " at " + f.at);
     if (f.how == "stalled") {
       printer.note(fmt::format("the run {} (on stall: {})", how, run.on_stall));
+    } else if (f.how == "out_of_space") {
+      printer.note(fmt::format("the run failed: {}", f.detail));
     } else {
       printer.note(fmt::format("first failure: {} {}", worker_name(run, f.worker), how));
     }
-    if (f.how != "lost" && f.how != "stalled") {
+    if (f.how == "exit" || f.how == "signal") {
       const auto lines = last_lines(worker_log_path(run.log_dir, f.worker), 20);
       printer.note(fmt::format("last {} lines of {}'s log{}", lines.size(), worker_name(run, f.worker),
                                lines.empty() ? " (it printed nothing)" : ":"));
@@ -89,6 +95,7 @@ int run_exit_code(const RunState& s) {
     case RunVerdict::stopped: return 143;
     case RunVerdict::lost: return 255;
     case RunVerdict::preempted: return kPreemptedExitCode;
+    case RunVerdict::cancelled: return 130;
     case RunVerdict::failed:
       if (!s.first_failure) return 1;
       if (s.first_failure->how == "lost") return 255;
@@ -120,10 +127,13 @@ int follow_to_end(const RunRecord& run, const std::vector<Worker>& workers, Line
   };
   FollowResult result = follow_logs(run.log_dir, workers, printer, ctx.cancel, hooks);
   if (result.interrupted) {
-    printer.note(fmt::format("detached from run {}; its jobs keep running, and tpurun still watches them.", run.run_id));
+    const bool watched = result.state && watcher_alive(*result.state, static_cast<long long>(std::time(nullptr)));
+    printer.note(fmt::format("detached from run {}; its jobs keep running{}", run.run_id,
+                             watched ? ", and tpurun still watches them."
+                                     : ", but no watcher runs for it (`tpurun logs RUN -f` starts one)."));
     printer.note(fmt::format("  reattach: tpurun logs {} -f", run.run_id));
     printer.note(fmt::format("  stop:     tpurun kill --run {}", run.run_id));
-    return 130;
+    return interrupt_exit_code();
   }
   print_summary(run, *result.state, printer);
   return run_exit_code(*result.state);

@@ -5,7 +5,10 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "runs/record/log_dir_layout.hpp"
+#include "tpurun/runs/watcher/records_verdict.hpp"
 #include "tpurun/runs/follow/follow.hpp"
 #include "tpurun/runs/follow/log_tail.hpp"
 #include "tpurun/util/unique_fd.hpp"
@@ -56,6 +59,18 @@ class WatcherNotes {
   std::string pending_;
 };
 
+constexpr int kMaxWatcherRestarts = 3;
+
+// The verdict the exit records give a run whose watcher is gone.
+std::optional<RunState> settle_from_records(const std::string& log_dir, const std::optional<RunState>& last) {
+  if (!last || is_final(last->verdict)) return std::nullopt;
+  try {
+    return verdict_from_records(read_run_record(log_dir), *last);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 long long unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -94,6 +109,7 @@ FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& 
   FollowResult result;
   auto last_output = Clock::now();
   auto next_alive_check = Clock::now();
+  int restarts = 0;
   auto unwatched_since = Clock::now();
   bool unwatched = false;
   std::vector<int> changed;  // the first pass reads everything
@@ -120,7 +136,9 @@ FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& 
       result.interrupted = true;
       break;
     }
-    // No live watcher for a while (it was killed, or the dev VM restarted): start one.
+    // No live watcher for a while (it was killed, its host restarted, or it
+    // could not write on a full logs root): when the records settle the run,
+    // that is the end; otherwise a watcher is started again, a few times.
     if (Clock::now() >= next_alive_check) {
       next_alive_check = Clock::now() + 1s;
       const bool watched = result.state && watcher_alive(*result.state, unix_now());
@@ -129,9 +147,21 @@ FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& 
       } else if (!unwatched) {
         unwatched = true;
         unwatched_since = Clock::now();
-      } else if (hooks.watch_again && Clock::now() - unwatched_since > 3s) {
-        printer.note("this run has no watcher (it was stopped or died): starting one");
-        if (!hooks.watch_again()) printer.note("could not start a watcher; following the logs only");
+      } else if (Clock::now() - unwatched_since > 3s) {
+        if (auto settled = settle_from_records(log_dir, result.state)) {
+          result.state = std::move(settled);
+          printer.note("the run has no watcher, and every worker's exit record is there: the verdict is theirs");
+          break;
+        }
+        if (hooks.watch_again && restarts < kMaxWatcherRestarts) {
+          ++restarts;
+          printer.note("this run has no watcher (it was stopped or died): starting one");
+          if (!hooks.watch_again()) printer.note("could not start a watcher; following the logs only");
+        } else if (restarts == kMaxWatcherRestarts) {
+          ++restarts;
+          printer.note(fmt::format("no watcher stays up for this run (see {}); following the logs only, until every "
+                                   "worker's exit record is there", watcher_log_path(log_dir)));
+        }
         unwatched = false;
         unwatched_since = Clock::now() + 30s;
       }

@@ -16,6 +16,7 @@ std::string run_json_path(const std::string& log_dir) { return log_dir + "/" + k
 std::string git_diff_path(const std::string& log_dir) { return log_dir + "/git.diff"; }
 std::string state_json_path(const std::string& log_dir) { return log_dir + "/" + kStateJson; }
 std::string stop_marker_path(const std::string& log_dir) { return log_dir + "/" + kStopMarker; }
+std::string watcher_spare_path(const std::string& log_dir) { return log_dir + "/.watcher-spare"; }
 
 std::string watcher_log_name(const std::string& log_dir) {
   const bool older = ::access((log_dir + "/" + kWatcherLog).c_str(), F_OK) != 0 &&

@@ -11,6 +11,9 @@
 //   workerN.log   the job's output (the launcher on worker N; launch.cpp)
 //   workerN.pid   "<pid> <pgid>" of attempt 1; workerN.aK.pid of attempt K (the launcher)
 //   workerN.exit  the exit code of attempt 1; workerN.aK.exit of attempt K (the launcher)
+//   workerN.exit.pending  its bytes, taken while the job starts, so that the exit
+//                 record fits on a logs disk the job filled (the wrapper)
+//   .watcher-spare  room kept by the watcher for its last records on a full disk
 //   tpu-vm/       0700: describe.json (the TPU VM as describe saw it at stage time) and
 //                 metadata/KEY (its metadata) for stage --recreate
 //   setup.sh      the pod's setup script, copied at stage time (stage --recreate)
@@ -27,6 +30,7 @@ std::string run_json_path(const std::string& log_dir);
 std::string git_diff_path(const std::string& log_dir);
 std::string state_json_path(const std::string& log_dir);
 std::string stop_marker_path(const std::string& log_dir);
+std::string watcher_spare_path(const std::string& log_dir);
 
 // watcher.log, or supervisor.log in a run an older tpurun watched.
 std::string watcher_log_name(const std::string& log_dir);

@@ -22,6 +22,7 @@
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/util/atomic_file.hpp"
 #include "tpurun/util/safe_dir.hpp"
+#include "tpurun/util/usage_error.hpp"
 #include "tpurun/util/suggest.hpp"
 #include "tpurun/util/unique_fd.hpp"
 
@@ -29,6 +30,8 @@ namespace fs = std::filesystem;
 
 namespace tpurun {
 namespace {
+
+constexpr const char* kNotStarted = "not started: ";
 
 // <logs_root>/<user>, which must be the caller's own (see safe_dir.hpp); nullopt
 // when it does not exist yet. Throws UnsafeDirError when another user owns it,
@@ -78,6 +81,38 @@ std::string make_run_id(std::chrono::system_clock::time_point now, const std::st
   return id;
 }
 
+std::string never_started_record(const std::string& why) {
+  std::string line = why;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return std::string("255\n") + kNotStarted + line + "\n";
+}
+
+std::string json_problem(const nlohmann::json::exception& e) {
+  std::string text = e.what();  // "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+  if (const size_t close = text.find("] "); text.rfind("[json.exception.", 0) == 0 && close != std::string::npos) {
+    text.erase(0, close + 2);
+  }
+  if (dynamic_cast<const nlohmann::json::parse_error*>(&e) != nullptr) return "not valid JSON (" + text + ")";
+  return "not what tpurun writes (" + text + ")";
+}
+
+void check_tags(const std::vector<std::string>& tags, const std::string& pod) {
+  size_t length = 15 + 1 + 6 + 1 + tag_slug(pod).size();  // <YYYYmmdd_HHMMSS>_<rand6>_<pod>
+  for (const std::string& tag : tags) {
+    const std::string slug = tag_slug(tag);
+    if (tag.empty()) throw UsageError("--tag '': give a word, e.g. --tag b1024 or --tag lr=0.1");
+    if (std::none_of(slug.begin(), slug.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
+      throw UsageError(fmt::format("--tag '{}': a tag needs a letter or digit (it becomes '{}' in the run id)", tag,
+                                   slug));
+    }
+    length += 1 + slug.size();
+  }
+  if (length > kMaxRunIdLength) {
+    throw UsageError(fmt::format("--tag: the tags make the run id {} characters long; at most {} fit in a directory name "
+                                 "with room to spare: use shorter tags", length, kMaxRunIdLength));
+  }
+}
+
 std::string create_log_dir(const std::string& logs_root, const std::string& user,
                            const std::string& project, const std::string& run_id) {
   auto project_dir = open_own_path(logs_root, {user, project}, Create::if_missing);
@@ -99,6 +134,9 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
   for (const Worker& w : r.workers) {
     workers.push_back({{"worker", w.index}, {"host", w.host}, {"port", w.port}});
     if (w.slice >= 0) workers.back().update({{"slice", w.slice}, {"slice_worker", w.slice_worker}});
+    // A gcloud pod's worker is known by gcloud's HostKeyAlias, not by its
+    // address: the watcher and kill --run check its host key under it.
+    if (!w.host_key_alias.empty()) workers.back()["host_key_alias"] = w.host_key_alias;
   }
   nlohmann::json doc{{"run_id", r.run_id},       {"user", r.user},
                      {"pod", r.pod},             {"project", r.project},
@@ -133,8 +171,8 @@ RunRecord read_run_record(const std::string& log_dir) {
     r.pod = doc.at("pod");
     r.project = doc.value("project", "");
     for (const auto& w : doc.at("workers")) {
-      r.workers.push_back({w.at("worker"), w.at("host"), w.value("port", 22), "", w.value("slice", -1),
-                           w.value("slice_worker", 0)});
+      r.workers.push_back({w.at("worker"), w.at("host"), w.value("port", 22), w.value("host_key_alias", ""),
+                           w.value("slice", -1), w.value("slice_worker", 0)});
     }
     if (doc.contains("megascale") && doc["megascale"].is_object()) {
       const auto& m = doc["megascale"];
@@ -170,7 +208,7 @@ RunRecord read_run_record(const std::string& log_dir) {
     }
     return r;
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("{}: unreadable run record: {}", path, e.what()));
+    throw std::runtime_error(fmt::format("{}: unreadable run record: {}", path, json_problem(e)));
   }
 }
 
@@ -251,32 +289,40 @@ WorkerJob job_from(int worker, const std::string& pid_file, const std::string& e
   if (exit_text >> code) {
     job.exit_code = code;
     job.state = JobState::exited;
+    std::string rest;
+    std::getline(exit_text, rest);  // the end of the first line
+    if (std::getline(exit_text, rest) && rest.rfind(kNotStarted, 0) == 0) {
+      job.never_started = rest.substr(std::string(kNotStarted).size());
+      if (job.never_started.empty()) job.never_started = "the job did not start";
+    }
   }
   return job;
 }
 
-std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-
 }  // namespace
 
 WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt) {
-  return job_from(worker, read_small_file(job_file(log_dir, worker, attempt, "pid")),
-                  read_small_file(job_file(log_dir, worker, attempt, "exit")));
+  return read_worker_jobs(log_dir, {Worker{worker, "", 22}}, attempt).front();
 }
 
 std::vector<WorkerJob> read_worker_jobs(const std::string& log_dir, const std::vector<Worker>& workers, int attempt) {
   std::vector<WorkerJob> jobs;
   // open() of the dir is NFS's close-to-open check of it: a changed dir drops
-  // the cached lookups (found or not) under it.
+  // the cached lookups (found or not) under it. (Never O_PATH: that skips the
+  // check. Opened again on every call, never kept: docs/simulator-nfs.md.)
   UniqueFd dir(::open(log_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   for (const Worker& w : workers) {
-    const std::string pid = job_file(log_dir, w.index, attempt, "pid");
-    const std::string exit = job_file(log_dir, w.index, attempt, "exit");
+    const std::string pid = job_file_name(w.index, attempt, "pid");
+    const std::string exit = job_file_name(w.index, attempt, "exit");
     if (!dir) {
-      jobs.push_back(job_from(w.index, read_small_file(pid), read_small_file(exit)));
-    } else {
-      jobs.push_back(job_from(w.index, read_small_file_at(dir.get(), base_name(pid)),
-                              read_small_file_at(dir.get(), base_name(exit))));
+      jobs.push_back(job_from(w.index, read_small_file(log_dir + "/" + pid), read_small_file(log_dir + "/" + exit)));
+      continue;
+    }
+    jobs.push_back(job_from(w.index, read_small_file_at(dir.get(), pid), read_small_file_at(dir.get(), exit)));
+    struct stat st {};
+    if (jobs.back().exit_code && ::fstatat(dir.get(), exit.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      jobs.back().exited_at = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec) +
+                                                                    std::chrono::nanoseconds(st.st_mtim.tv_nsec));
     }
   }
   return jobs;

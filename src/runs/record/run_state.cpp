@@ -20,7 +20,8 @@
 namespace tpurun {
 namespace {
 
-constexpr std::array kVerdicts{"running", "restarting", "succeeded", "failed", "lost", "stopped", "preempted"};
+constexpr std::array kVerdicts{"running", "restarting", "succeeded", "failed", "lost", "stopped", "preempted",
+                              "cancelled"};
 constexpr std::array kWorkerStates{"pending", "running", "succeeded", "failed", "lost", "stopped", "restarting"};
 
 template <typename E, size_t N>
@@ -100,14 +101,17 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
                     doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
-std::optional<RunState> read_run_state(const std::string& log_dir) {
+std::optional<RunState> read_run_state(const std::string& log_dir, std::string* problem) {
   std::string text = read_small_file_fresh(state_json_path(log_dir));
   if (text.empty()) return std::nullopt;
   try {
     auto doc = nlohmann::json::parse(text);
     RunState s;
     auto verdict = parse_run_verdict(doc.at("verdict").get<std::string>());
-    if (!verdict) return std::nullopt;
+    if (!verdict) {
+      if (problem) *problem = fmt::format("its verdict '{}' is none tpurun knows", doc.at("verdict").get<std::string>());
+      return std::nullopt;
+    }
     s.verdict = *verdict;
     s.attempt = doc.value("attempt", 1);
     s.max_attempts = doc.value("max_attempts", 1);
@@ -145,7 +149,8 @@ std::optional<RunState> read_run_state(const std::string& log_dir) {
     }
     s.updated_at = doc.value("updated_at", "");
     return s;
-  } catch (const nlohmann::json::exception&) {
+  } catch (const nlohmann::json::exception& e) {
+    if (problem) *problem = json_problem(e);
     return std::nullopt;
   }
 }
@@ -168,26 +173,18 @@ bool watcher_alive(const RunState& state, long long now_unix) {
   return now_unix - state.watcher.heartbeat <= 3 * kHeartbeatSeconds;
 }
 
-bool run_is_active(const std::string& log_dir) {
-  if (auto state = read_run_state(log_dir)) return !is_final(state->verdict);
-  try {
-    RunRecord record = read_run_record(log_dir);
-    for (const Worker& w : record.workers) {
-      if (read_worker_job(log_dir, w.index).state != JobState::exited) return true;
-    }
-    return false;
-  } catch (const std::exception&) {
-    return false;  // no run record: not a run
-  }
-}
-
 // `tpurun kill` may write the marker from another host: the log dir is
 // opened first so that NFS revalidates it instead of trusting a cached miss.
-bool stop_requested(const std::string& log_dir) {
+std::optional<std::chrono::system_clock::time_point> stop_requested_at(const std::string& log_dir) {
   struct stat st{};
   UniqueFd dir(::open(log_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return ::lstat(stop_marker_path(log_dir).c_str(), &st) == 0;
-  return ::fstatat(dir.get(), kStopMarker, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  const bool found = dir ? ::fstatat(dir.get(), kStopMarker, &st, AT_SYMLINK_NOFOLLOW) == 0
+                         : ::lstat(stop_marker_path(log_dir).c_str(), &st) == 0;
+  if (!found) return std::nullopt;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec) +
+                                               std::chrono::nanoseconds(st.st_mtim.tv_nsec));
 }
+
+bool stop_requested(const std::string& log_dir) { return stop_requested_at(log_dir).has_value(); }
 
 }  // namespace tpurun

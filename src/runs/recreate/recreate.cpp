@@ -23,6 +23,7 @@
 #include "tpurun/tpu/scan.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/util/atomic_file.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun {
 namespace {
@@ -232,7 +233,7 @@ class Recreate {
               "metadata give it");
       return true;
     }
-    io_.say(fmt::format("running the pod's setup on {} workers (output: {})", node.workers.size(),
+    io_.say(fmt::format("running the pod's setup on {} (output: {})", count_of(node.workers.size(), "worker"),
                         setup_log_path(job_.log_dir)));
     FanoutPlan plan;
     plan.workers = node.workers;

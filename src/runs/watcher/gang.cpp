@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/util/signal_name.hpp"
 
@@ -14,6 +16,24 @@ bool ended(WorkerState s) {
 }
 
 }  // namespace
+
+GangPolicy gang_policy(const RunRecord& r) {
+  GangPolicy p;
+  p.stop_on_failure = r.on_failure != "continue";
+  p.max_attempts = 1 + std::max(0, r.restarts);
+  p.lost_after = std::chrono::milliseconds(r.lost_after_ms);
+  p.start_timeout = p.lost_after + std::chrono::seconds(60);
+  if (!r.restart_on_exit_codes.empty()) p.restart_on = RestartCodes::parse(r.restart_on_exit_codes);
+  p.recreate = r.recreate;
+  p.max_preemptions = r.max_preemptions;
+  return p;
+}
+
+std::vector<int> worker_indices(const RunRecord& r) {
+  std::vector<int> out;
+  for (const Worker& w : r.workers) out.push_back(w.index);
+  return out;
+}
 
 std::string describe_exit(int code) {
   if (code > 128 && code < 128 + 65) return fmt::format("killed by SIG{}", signal_abbrev(code - 128));
@@ -32,6 +52,7 @@ void GangMonitor::begin_attempt(int attempt) {
   state_.verdict = RunVerdict::running;
   state_.stopped_others = false;
   stopping_ = false;
+  stop_began_.reset();
   failed_this_attempt_ = false;
   stalled_ = false;
   no_restart_ = false;
@@ -39,16 +60,16 @@ void GangMonitor::begin_attempt(int attempt) {
   trackers_.assign(state_.workers.size(), Tracker{});
 }
 
-void GangMonitor::note_failure(const WorkerStatus& w, Time now, std::optional<Time> since) {
+void GangMonitor::note_failure(const WorkerStatus& w, Time at, std::optional<Time> since) {
   if (failed_this_attempt_) return;
   failed_this_attempt_ = true;
   GangFailure f;
   f.worker = w.worker;
-  f.at = format_utc_time(now);
+  f.at = format_utc_time(at);
   f.detail = w.detail;
   if (w.state == WorkerState::lost) {
     f.how = "lost";
-    f.since = format_utc_time(since.value_or(now));
+    f.since = format_utc_time(since.value_or(at));
   } else if (w.exit_code && *w.exit_code > 128 && *w.exit_code < 128 + 65) {
     f.how = "signal";
     f.exit_code = *w.exit_code;
@@ -62,19 +83,28 @@ void GangMonitor::note_failure(const WorkerStatus& w, Time now, std::optional<Ti
 
 void GangMonitor::update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Time now) {
   if (ended(w.state) && w.state != WorkerState::lost) return;
+  if (!s.never_started.empty() && w.state != WorkerState::lost) {
+    w.state = WorkerState::lost;
+    w.detail = "its job never started: " + s.never_started;
+    note_failure(w, s.exited_at.value_or(now), s.exited_at.value_or(now));
+    return;
+  }
   if (s.exit_code) {
     if (w.state == WorkerState::lost) return;  // too late: the gang already counted it lost
     w.exit_code = s.exit_code;
-    if (*s.exit_code == 0) {
-      w.state = WorkerState::succeeded;
-      w.detail = "exited 0";
-    } else if (stopping_ && failed_this_attempt_ && state_.first_failure->worker != w.worker) {
+    // Ended after the stop began (or when, is not known): tpurun stopped it.
+    const bool stopped = stop_began_ && (!s.exited_at || *s.exited_at >= *stop_began_) &&
+                         !(failed_this_attempt_ && state_.first_failure->worker == w.worker);
+    if (stopped) {
       w.state = WorkerState::stopped;
       w.detail = fmt::format("stopped by tpurun ({})", describe_exit(*s.exit_code));
+    } else if (*s.exit_code == 0) {
+      w.state = WorkerState::succeeded;
+      w.detail = "exited 0";
     } else {
       w.state = WorkerState::failed;
       w.detail = describe_exit(*s.exit_code);
-      note_failure(w, now, std::nullopt);
+      note_failure(w, s.exited_at.value_or(now), std::nullopt);
     }
     return;
   }
@@ -160,12 +190,26 @@ void GangMonitor::give_up() {
 }
 
 void GangMonitor::stalled(Time now, const std::string& detail, bool may_restart) {
+  gang_failed(now, "stalled", detail, may_restart);
+}
+
+void GangMonitor::append_detail(int worker, const std::string& text) {
+  for (WorkerStatus& w : state_.workers) {
+    if (w.worker == worker) w.detail += (w.detail.empty() ? "" : "; ") + text;
+  }
+}
+
+void GangMonitor::out_of_space(Time now, const std::string& detail) {
+  gang_failed(now, "out_of_space", detail, false);
+}
+
+void GangMonitor::gang_failed(Time now, const std::string& how, const std::string& detail, bool may_restart) {
   if (failed_this_attempt_ || is_final(state_.verdict)) return;
   failed_this_attempt_ = stalled_ = true;
   no_restart_ = !may_restart;
   GangFailure f;
   f.worker = -1;  // no one worker: the gang
-  f.how = "stalled";
+  f.how = how;
   f.at = format_utc_time(now);
   f.detail = detail;
   state_.first_failure = f;
@@ -201,7 +245,9 @@ void GangMonitor::resume(const std::vector<Preemption>& earlier) {
   for (const Preemption& p : earlier) state_.max_attempts += p.recreated() ? 1 : 0;
 }
 
-GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested) {
+GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested,
+                                std::optional<Time> stop_at) {
+  if (stop_requested && !stop_began_) stop_began_ = stop_at.value_or(now);
   for (const WorkerSample& s : samples) {
     for (size_t i = 0; i < state_.workers.size(); ++i) {
       if (state_.workers[i].worker == s.worker) update(state_.workers[i], trackers_[i], s, now);
@@ -219,6 +265,7 @@ GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time n
   }
   if (failed_this_attempt_ && (policy_.stop_on_failure || stalled_) && !stopping_) {
     stopping_ = true;
+    stop_began_ = now;
     return GangAction::stop_others;
   }
   if (all_ended()) return finish(false);

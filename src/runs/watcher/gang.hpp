@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/liveness.hpp"
 #include "tpurun/runs/watcher/restart_codes.hpp"
@@ -30,6 +31,11 @@ struct GangPolicy {
   int max_preemptions = kDefaultMaxPreemptions;
 };
 
+// The gang rules a run was staged with (run.json).
+GangPolicy gang_policy(const RunRecord& record);
+// The run's workers' global indices, in order.
+std::vector<int> worker_indices(const RunRecord& record);
+
 // One look at one worker, for the current attempt.
 struct WorkerSample {
   int worker = 0;
@@ -37,6 +43,12 @@ struct WorkerSample {
   std::optional<int> exit_code;  // its exit record
   Probe probe = Probe::none;     // a fresh probe result, or none
   std::string probe_error;       // why it was unreachable
+  // When the exit record was written (its mtime), when known: a job that
+  // ended before a stop keeps its own result, and a watcher that picks up a
+  // run reports a failure at the time it happened.
+  std::optional<std::chrono::system_clock::time_point> exited_at;
+  // Its job never started (the launch failed there): why. The worker is lost.
+  std::string never_started;
 };
 
 enum class GangAction {
@@ -51,7 +63,13 @@ class GangMonitor {
   using Time = std::chrono::system_clock::time_point;
   GangMonitor(GangPolicy policy, std::vector<int> workers, int attempt = 1);
 
-  GangAction observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested);
+  // `stop_requested`: `tpurun kill` left its stop marker (at `stop_at`, when
+  // known). The rule for the workers' states after a stop (docs/runs.md): a
+  // job that ended before the stop keeps its result, the first failure stays
+  // failed, every other job that was still running ends `stopped`, whatever
+  // it exited with.
+  GangAction observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested,
+                     std::optional<Time> stop_at = std::nullopt);
   // A new attempt: every worker pending again; the last failure is kept until replaced.
   void begin_attempt(int attempt);
   const RunState& state() const { return state_; }
@@ -81,6 +99,11 @@ class GangMonitor {
   // says stop_others (whatever --on-failure says), and a restart follows only
   // when `may_restart` and --restarts allow.
   void stalled(Time now, const std::string& detail, bool may_restart);
+  // Adds to what a worker's state says: "exited 0; 1 leftover process ...".
+  void append_detail(int worker, const std::string& text);
+  // The logs root is full: the jobs' output is lost and nothing more can be
+  // recorded. The attempt fails as a whole, is stopped, and is not restarted.
+  void out_of_space(Time now, const std::string& detail);
 
  private:
   struct Tracker {
@@ -89,7 +112,8 @@ class GangMonitor {
     std::optional<Time> unreachable_since;
   };
   void update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Time now);
-  void note_failure(const WorkerStatus& w, Time now, std::optional<Time> since);
+  void note_failure(const WorkerStatus& w, Time at, std::optional<Time> since);
+  void gang_failed(Time now, const std::string& how, const std::string& detail, bool may_restart);
   bool all_ended() const;
   GangAction finish(bool stop_requested);
 
@@ -97,8 +121,9 @@ class GangMonitor {
   RunState state_;
   std::vector<Tracker> trackers_;
   bool stopping_ = false;           // stop_others was returned this attempt
+  std::optional<Time> stop_began_;  // when this attempt's stop began (gang stop or kill)
   bool failed_this_attempt_ = false;  // first_failure belongs to this attempt
-  bool stalled_ = false;              // this attempt failed by stalling
+  bool stalled_ = false;              // this attempt failed as a gang (stalled, out of space)
   bool no_restart_ = false;           // ... under --on-stall stop
 };
 

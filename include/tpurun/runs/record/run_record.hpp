@@ -3,6 +3,7 @@
 // workerN.log, workerN.pid ("<pid> <pgid>") and workerN.exit (exit code).
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -53,6 +54,15 @@ struct RunRecord {
 std::string tag_slug(const std::string& tag);
 std::string make_run_id(std::chrono::system_clock::time_point now, const std::string& rand6,
                         const std::string& pod, const std::vector<std::string>& tags);
+// What is wrong with a record file, without nlohmann's "[json.exception...]"
+// prefix: "not valid JSON (parse error at line 1, column 2: ...)".
+std::string json_problem(const nlohmann::json::exception& e);
+
+// A run id is a directory name (at most 255 bytes), so it is kept well short.
+inline constexpr size_t kMaxRunIdLength = 200;
+// Refuses (UsageError) a tag that is empty or has no letter or digit (".",
+// ".."), and tags that would make the run id longer than kMaxRunIdLength.
+void check_tags(const std::vector<std::string>& tags, const std::string& pod);
 
 // <logs_root>/<user>/<project>/<run_id>, created exclusively (fails if it exists).
 // Throws std::runtime_error with the path and the errno text.
@@ -76,8 +86,18 @@ struct WorkerJob {
   JobState state = JobState::pending;  // from the files alone: pending, running or exited
   std::optional<int> pid;               // also the job's pgid: it leads its own session
   std::optional<int> exit_code;
+  // When the exit record was written (its mtime): when the job ended, as the
+  // shared mount's clock has it.
+  std::optional<std::chrono::system_clock::time_point> exited_at;
+  // Its job never started (stage wrote the exit record for it): why.
+  std::string never_started;
 };
-// The job files of one attempt (1-based; see job_file in log_dir_layout.hpp).
+// The exit record of a job that never started ("255" and why): the watcher
+// counts the worker as lost, as it does a job whose start it never saw.
+std::string never_started_record(const std::string& why);
+
+// The job files of one attempt (1-based; see job_file in log_dir_layout.hpp),
+// read with the log dir opened first, as read_worker_jobs does.
 WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt = 1);
 // The same for several workers, with the log dir opened (so revalidated on
 // NFS: a file another host made since is found, not a cached "no such file")

@@ -2,6 +2,7 @@
 // A run's lifecycle as its watcher records it in <log dir>/state.json.
 // A run is a gang: it makes progress only while every worker does, so it has
 // one verdict, plus a state per worker. See docs/runs.md.
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,10 +10,11 @@
 namespace tpurun {
 
 // running → succeeded | failed | lost | stopped | preempted, with restarting
-// between attempts when --restarts allows another one. preempted: a relaunch
+// between attempts when --restarts allows another one; cancelled: the stage
+// was interrupted before the launch, and nothing ever started. preempted: a relaunch
 // was due but the TPU VM is PREEMPTED, TERMINATED or deleted, and never comes
 // back by itself.
-enum class RunVerdict { running, restarting, succeeded, failed, lost, stopped, preempted };
+enum class RunVerdict { running, restarting, succeeded, failed, lost, stopped, preempted, cancelled };
 const char* to_string(RunVerdict v);
 std::optional<RunVerdict> parse_run_verdict(const std::string& text);
 bool is_final(RunVerdict v);
@@ -90,7 +92,9 @@ struct RunState {
   std::string updated_at;
 };
 
-std::optional<RunState> read_run_state(const std::string& log_dir);  // nullopt: none or unreadable
+// nullopt: none or unreadable; `problem`, when given, says why a state.json
+// that is there could not be read.
+std::optional<RunState> read_run_state(const std::string& log_dir, std::string* problem = nullptr);
 void write_run_state(const std::string& log_dir, const RunState& state);
 
 // This process as a watcher: its pid, this host's name and its start time
@@ -103,15 +107,12 @@ constexpr long long kHeartbeatSeconds = 5;
 // host, whose process still exists).
 bool watcher_alive(const RunState& state, long long now_unix);
 
-// May a job of this run still be running (or about to be restarted)? True
-// unless its state is final, or, for a run without a state.json (made by an
-// older tpurun), every worker has an exit record. gc keeps the snapshots of
-// such runs.
-bool run_is_active(const std::string& log_dir);
 
 // The stop marker that `tpurun kill --run` leaves so that the watcher
 // neither restarts nor reports the kill as a failure.
 bool stop_requested(const std::string& log_dir);
+// When the stop marker was left (its mtime), or nullopt when there is none.
+std::optional<std::chrono::system_clock::time_point> stop_requested_at(const std::string& log_dir);
 
 
 }  // namespace tpurun

@@ -52,5 +52,17 @@ TEST(SliceRecordTest, SingleSliceRunJsonIsUnchanged) {
   EXPECT_FALSE(back.megascale);
 }
 
+TEST(RunRecordWorkersTest, AGcloudWorkersHostKeyAliasIsKept) {
+  // Given a gcloud pod's worker, known by gcloud's HostKeyAlias
+  testing::TempDir tmp;
+  RunRecord r = record("v4", tmp.path());
+  r.workers = {Worker{0, "10.0.0.2", 22, "tpu.123-0"}, Worker{1, "10.0.0.3", 22}};
+  write_run_record(r, "");
+  // Then the watcher and kill --run check its host key under the alias again
+  const RunRecord back = read_run_record(tmp.path());
+  EXPECT_EQ(back.workers[0].host_key_alias, "tpu.123-0");
+  EXPECT_EQ(back.workers[1].host_key_alias, "");
+}
+
 }  // namespace
 }  // namespace tpurun

@@ -69,16 +69,6 @@ TEST(RunState, WatcherOnAnotherHostIsJudgedByItsHeartbeat) {
   EXPECT_FALSE(watcher_alive(s, 1000 + 4 * kHeartbeatSeconds));
 }
 
-TEST(RunState, ActiveUntilFinal) {
-  TempDir dir;
-  RunState s;
-  write_run_state(dir.path, s);
-  EXPECT_TRUE(run_is_active(dir.path));
-  s.verdict = RunVerdict::failed;
-  write_run_state(dir.path, s);
-  EXPECT_FALSE(run_is_active(dir.path));
-}
-
 TEST(RunState, StopMarkerAndJobFiles) {
   TempDir dir;
   EXPECT_FALSE(stop_requested(dir.path));
