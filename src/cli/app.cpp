@@ -57,6 +57,36 @@ constexpr const char* kFooter = R"(Typical session:
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
+// Everything after the first "--" is the job's command, verbatim: CLI11 2.1
+// reads an option of optional arity (stage --wait) followed by "--" as if
+// the "--" were its own, and then parses the command's flags as tpurun's.
+// So argv is split here, and the command goes to the subcommand's "command".
+void parse_with_command(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> before, command;
+  bool after = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!after && std::string(argv[i]) == "--") {
+      after = true;
+    } else {
+      (after ? command : before).push_back(argv[i]);
+    }
+  }
+  std::reverse(before.begin(), before.end());  // CLI11 takes them last first
+  app.parse(before);
+  if (!after) return;
+  for (CLI::App* sub : app.get_subcommands()) {
+    if (CLI::Option* option = sub->get_option_no_throw("command")) {
+      for (const std::string& word : command) option->add_result(word);
+      option->run_callback();
+      return;
+    }
+  }
+  if (!command.empty()) {
+    throw UsageError(fmt::format("unexpected arguments after --: {} (only stage and exec take a command)",
+                                 fmt::join(command, " ")));
+  }
+}
+
 // Unknown subcommands get a hint before CLI11's generic message.
 void check_subcommand(int argc, char** argv, const CLI::App& app) {
   std::vector<std::string> names;
@@ -161,7 +191,7 @@ int main(int argc, char** argv) {
   ctx.err_is_tty = isatty(STDERR_FILENO) && !env.get("NO_COLOR");
   try {
     check_subcommand(argc, argv, app);
-    app.parse(argc, argv);
+    parse_with_command(app, argc, argv);
     ctx.verbosity = verbosity;
     init_diagnostics(verbosity);
     spdlog::debug("{}", version_line());
@@ -176,13 +206,17 @@ int main(int argc, char** argv) {
     }
     return 2;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are CLI11's "successes" (0); every mistake in the
+    // arguments is a usage error, 2, as tpurun's own are (CLI11 would return
+    // 104, 106, 109, ... by kind).
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   } catch (const ConfigError& e) {
     fmt::print(stderr, "tpurun: error: {}\n", e.what());
     return 2;
   } catch (const Interrupted& e) {
     fmt::print(stderr, "tpurun: {}\n", e.what());
-    return 130;
+    return interrupt_exit_code();
   } catch (const UsageError& e) {
     fmt::print(stderr, "tpurun: error: {}\n", e.what());
     return 2;

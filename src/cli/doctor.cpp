@@ -10,6 +10,7 @@
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/ui/report.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -89,7 +90,7 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
     return 1;
   }
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  printer.progress(fmt::format("checking {} workers...", target.workers.size()));
+  printer.progress(fmt::format("checking {}...", count_of(target.workers.size(), "worker")));
   DoctorProbe probe;
   const LocalFacts local = gather_local_facts(target.pod, ctx, probe);
   auto transport = ctx.make_transport(target.pod);

@@ -17,6 +17,7 @@
 #include "tpurun/ui/report.hpp"
 #include "tpurun/ui/status_table.hpp"
 #include "tpurun/ui/tpu_view.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
 namespace {
@@ -103,7 +104,7 @@ int run_status(const StatusOptions& o, Context& ctx) {
   }
   auto transport = ctx.make_transport(target.pod);
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  printer.progress(fmt::format("scanning {} workers...", target.workers.size()));
+  printer.progress(fmt::format("scanning {}...", count_of(target.workers.size(), "worker")));
   auto results =
       scan_workers(target.workers, *transport, o.target.fanout, ctx.cancel, target.pod.device_globs);
   printer.clear_progress();

@@ -10,6 +10,7 @@
 #include "tpurun/ui/report.hpp"
 #include "tpurun/ui/top_view.hpp"
 #include "tpurun/ui/top_watch.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
 
@@ -57,7 +58,7 @@ int run_top(const TopOptions& o, Context& ctx) {
   }
   auto transport = ctx.make_transport(target.pod);
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  printer.progress(fmt::format("looking at {} workers...", target.workers.size()));
+  printer.progress(fmt::format("looking at {}...", count_of(target.workers.size(), "worker")));
   auto looks = look_at_workers(target.workers, *transport, request, ctx.cancel);
   printer.clear_progress();
   const int code = top_exit_code(looks, ctx.cancel.cancelled());

@@ -2,9 +2,16 @@
 // key so that every mistake is reported at its own file:line.
 #include "tpurun/pod/config.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "config_node.hpp"
 #include "config_slices.hpp"
@@ -36,12 +43,42 @@ bool valid_pod_name(const std::string& name) {
   return true;
 }
 
+// Where a worker's address leads: a numeric address as the resolver reads it
+// (127.0.2.01 and 127.0.2.1 are one host; 127.0.2.010 is 127.0.2.8), a name
+// in lower case, and the port.
+std::string host_key(const std::string& host, int port) {
+  std::string canonical = host;
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) == 0 && found != nullptr) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* address = found->ai_family == AF_INET
+                              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr)
+                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr);
+    if (::inet_ntop(found->ai_family, address, text, sizeof text) != nullptr) canonical = text;
+    ::freeaddrinfo(found);
+  } else {
+    std::transform(canonical.begin(), canonical.end(), canonical.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  }
+  return canonical + ":" + std::to_string(port);
+}
+
 std::vector<Worker> read_workers(const ConfigNode& node) {
   std::vector<Worker> workers;
+  std::map<std::string, int> seen;  // host_key -> worker index
   for (const ConfigNode& item : node.elements()) {
     auto address = parse_host_port(item.as_string());
     if (!address) item.fail(address.error());
-    workers.push_back(Worker{static_cast<int>(workers.size()), address->host, address->port, "", -1, 0});
+    const int index = static_cast<int>(workers.size());
+    const std::string key = host_key(address->host, address->port);
+    if (auto [it, fresh] = seen.emplace(key, index); !fresh) {
+      item.fail(fmt::format("\"{}\" is the same host as worker {} (\"{}\", port {}): each worker is listed once, or "
+                            "its job would run twice there", item.as_string(), it->second,
+                            workers[static_cast<size_t>(it->second)].host, address->port));
+    }
+    workers.push_back(Worker{index, address->host, address->port, "", -1, 0});
   }
   if (workers.empty()) node.fail("a pod needs at least one worker");
   return workers;

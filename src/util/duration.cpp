@@ -28,6 +28,12 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
   else if (unit == "h") ms_per_unit = 3600e3;
   else if (unit == "d") ms_per_unit = 86400e3;
   else throw UsageError(fmt::format("'{}': unknown unit '{}' (use ms, s, m, h or d)", text, unit));
+  // Past this the product no longer fits (or means anything): refused, never
+  // wrapped around into a negative or zero wait.
+  constexpr double kLongest = 3650 * 86400e3;
+  if (!(value * ms_per_unit <= kLongest)) {
+    throw UsageError(fmt::format("'{}' is too long a duration: at most 3650d", text));
+  }
   return std::chrono::milliseconds(static_cast<long long>(value * ms_per_unit));
 }
 

@@ -28,4 +28,8 @@ std::string short_command(std::string_view command) {
   return out;
 }
 
+std::string count_of(size_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 }  // namespace tpurun

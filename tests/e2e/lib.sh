@@ -152,7 +152,8 @@ trap 'exit 130' INT
 eval "$("$FAKEPOD" env)"
 # A test that ctest killed at its timeout leaves its runs' watchers behind
 # (they are detached): they would go on acting on pods the next test reuses.
-for _p in $(pgrep -u alice,bob,carol -f -- ' _watcher /' || true); do
+# Only this pod's (its NFS dir): other pods may be in use by other tests.
+for _p in $(pgrep -u alice,bob,carol -f -- " _watcher $FAKEPOD_NFS/" || true); do
   note "a watcher left by an earlier test: $(tr '\0' ' ' </proc/"$_p"/cmdline 2>/dev/null); stopping it"
   kill -9 "$_p" 2>/dev/null || true
 done

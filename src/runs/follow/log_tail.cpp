@@ -1,6 +1,7 @@
 #include "tpurun/runs/follow/log_tail.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -29,9 +30,30 @@ bool LogTail::drain_once(Tail& tail) {
   if (tail.fd < 0) return false;  // not created yet
   char buf[65536];
   const ssize_t n = ::pread(tail.fd, buf, sizeof buf, tail.offset);
+  if (n == 0 && restarted(tail)) return drain_once(tail);
   if (n <= 0) return false;
   live_.sink(tail.worker.index).write(Stream::out, std::string_view(buf, static_cast<size_t>(n)));
   tail.offset += n;
+  return true;
+}
+
+// At the end of the file: was it truncated, or replaced, under us? Then, as
+// `tail -F` does, it is read again from its start (nothing of it is skipped).
+bool LogTail::restarted(Tail& tail) {
+  struct stat open_st {}, path_st {};
+  if (::fstat(tail.fd, &open_st) != 0) return false;
+  const bool replaced = ::stat(tail.path.c_str(), &path_st) == 0 &&
+                        (path_st.st_ino != open_st.st_ino || path_st.st_dev != open_st.st_dev);
+  if (!replaced && open_st.st_size >= tail.offset) return false;
+  if (replaced) {
+    ::close(tail.fd);
+    tail.fd = -1;
+  }
+  tail.offset = 0;
+  live_.sink(tail.worker.index)
+      .write(Stream::err, fmt::format("\ntpurun: {} was {}; reading it again from its start\n",
+                                      std::filesystem::path(tail.path).filename().string(),
+                                      replaced ? "replaced" : "truncated"));
   return true;
 }
 

@@ -39,6 +39,20 @@ TEST_F(ConfigErrorsTest, UnknownKeyWithoutCloseMatchListsTheKnownKeys) {
             "internal_ip)");
 }
 
+TEST_F(ConfigErrorsTest, AWorkerListedTwiceIsRefusedAtItsLine) {
+  // the same address, a leading zero the resolver drops, and the default port written out
+  for (const char* again : {"127.0.2.1", "127.0.2.01", "127.0.2.1:22"}) {
+    const std::string text = std::string("{\n\"pods\": {\"p\": {\"staging_root\": \"/s\", \"logs_root\": \"/l\",\n"
+                                         "\"workers\": [\"127.0.2.1\",\n\"") + again + "\"]}}}";
+    EXPECT_THAT(error(text), HasSubstr("tpurun.json:4: pods.p.workers[1]: \"" + std::string(again) +
+                                       "\" is the same host as worker 0")) << again;
+  }
+  // another port is another sshd
+  EXPECT_EQ(error("{\"pods\": {\"p\": {\"staging_root\": \"/s\", \"logs_root\": \"/l\", "
+                  "\"workers\": [\"127.0.2.1\", \"127.0.2.1:2222\"]}}}"),
+            "(no error)");
+}
+
 TEST_F(ConfigErrorsTest, FirstUnknownKeyInFileOrderIsReported) {
   // given two unknown keys, the later one sorting first alphabetically
   EXPECT_THAT(error("{\n\"zz\": 1,\n\"aa\": 2,\n\"pods\": {}}"),

@@ -28,6 +28,14 @@ TEST(ParseDurationTest, RejectsJunkWithTheText) {
   }
 }
 
+TEST(ParseDurationTest, AHugeDurationIsRefusedNotWrappedAround) {
+  // 99999999999999d overflowed into a negative wait: kill --grace killed at once
+  for (const char* huge : {"99999999999999d", "1e300s", "3651d"}) {
+    EXPECT_THROW(parse_duration(huge), UsageError) << huge;
+  }
+  EXPECT_EQ(parse_duration("3650d").count(), 3650LL * 86400 * 1000);
+}
+
 TEST(FormatAgeTest, CompactForTables) {
   EXPECT_EQ(format_age(45), "45s");
   EXPECT_EQ(format_age(720), "12m");

@@ -43,6 +43,7 @@ class LogTail {
     bool ended = false;
   };
   bool drain_once(Tail& tail);  // up to 64 KiB; true when anything was read
+  bool restarted(Tail& tail);   // truncated or replaced: read again from the start
   std::string log_dir_;
   std::vector<Tail> tails_;
   LiveOutput& live_;

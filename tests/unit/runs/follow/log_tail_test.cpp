@@ -66,5 +66,29 @@ TEST_F(LogTailTest, ALogNotCreatedYetIsNothingToRead) {
   EXPECT_EQ(slurp(out_), "[w0 h0] late\n");
 }
 
+TEST_F(LogTailTest, ALogTruncatedWhileFollowedIsReadAgainFromItsStart) {
+  // Given a log read up to its end
+  LogTail follower(dir_.path(), workers_, *live_);
+  append(0, "first line\nsecond line\n");
+  EXPECT_TRUE(follower.drain(std::vector<int>{0}));
+  // When it is truncated, and written again (shorter than before)
+  std::ofstream(dir_.path() + "/worker0.log", std::ios::trunc) << "new\n";
+  // Then, as tail -F, it is read again from its start, and nothing is skipped
+  EXPECT_TRUE(follower.drain(std::vector<int>{0}));
+  EXPECT_EQ(slurp(out_), "[w0 h0] first line\n[w0 h0] second line\n[w0 h0] new\n");
+  EXPECT_NE(slurp(err_).find("worker0.log was truncated; reading it again from its start"), std::string::npos);
+}
+
+TEST_F(LogTailTest, ALogReplacedWhileFollowedIsOpenedAgain) {
+  LogTail follower(dir_.path(), workers_, *live_);
+  append(0, "old\n");
+  EXPECT_TRUE(follower.drain(std::vector<int>{0}));
+  const std::string log = dir_.path() + "/worker0.log";
+  std::ofstream(log + ".new") << "old\nreplaced\n";
+  std::rename((log + ".new").c_str(), log.c_str());
+  EXPECT_TRUE(follower.drain(std::vector<int>{0}));
+  EXPECT_NE(slurp(out_).find("[w0 h0] replaced\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tpurun
