@@ -284,7 +284,7 @@ void LineCollapser::State::emit_group(Lane& s, Stream stream, Slot slot) {
     prev.erase(std::remove(prev.begin(), prev.end(), slot), prev.end());
   }
   s.held_bytes -= 2 * group.text.size() + kGroupOverhead;
-  line_.text.assign(group.text);
+  line_.text.swap(group.text);  // the slot's text is done with; its buffer is reused
   emit_(line_);
   s.free.push_back(slot);
 }

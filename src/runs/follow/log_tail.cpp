@@ -12,6 +12,21 @@
 #include "tpurun/fanout/fanout.hpp"
 
 namespace tpurun {
+namespace {
+
+// What one call reads was on disk when it began: its lines share that time.
+class Pass {
+ public:
+  explicit Pass(LiveOutput& live) : live_(live) { live_.begin_pass(); }
+  ~Pass() { live_.end_pass(); }
+  Pass(const Pass&) = delete;
+  Pass& operator=(const Pass&) = delete;
+
+ private:
+  LiveOutput& live_;
+};
+
+}  // namespace
 
 LogTail::LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live)
     : log_dir_(std::move(log_dir)), live_(live) {
@@ -36,6 +51,11 @@ bool LogTail::drain_once(Tail& tail) {
 }
 
 void LogTail::drain() {
+  Pass pass(live_);
+  drain_all();
+}
+
+void LogTail::drain_all() {
   for (bool any = true; any;) {
     any = false;
     for (Tail& tail : tails_) any = drain_once(tail) || any;
@@ -43,6 +63,7 @@ void LogTail::drain() {
 }
 
 bool LogTail::drain(const std::vector<int>& positions) {
+  Pass pass(live_);
   bool read = false;
   for (bool any = true; any;) {
     any = false;
@@ -62,14 +83,16 @@ void LogTail::ended(int worker_index, bool ok) {
   for (Tail& tail : tails_) {
     if (tail.worker.index != worker_index || tail.ended) continue;
     tail.ended = true;
-    drain();
+    Pass pass(live_);
+    drain_all();
     live_.set_state(worker_index, ok ? WorkerRunState::exited : WorkerRunState::failed);
     live_.sink(worker_index).flush();
   }
 }
 
 void LogTail::finish() {
-  drain();
+  Pass pass(live_);
+  drain_all();
   live_.finish();
 }
 

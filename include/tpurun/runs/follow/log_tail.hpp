@@ -43,6 +43,7 @@ class LogTail {
     bool ended = false;
   };
   bool drain_once(Tail& tail);  // up to 64 KiB; true when anything was read
+  void drain_all();
   std::string log_dir_;
   std::vector<Tail> tails_;
   LiveOutput& live_;

@@ -66,5 +66,22 @@ TEST_F(LogTailTest, ALogNotCreatedYetIsNothingToRead) {
   EXPECT_EQ(slurp(out_), "[w0 h0] late\n");
 }
 
+TEST_F(LogTailTest, HowSlowlyTheLogsAreReadSplitsNoCollapsedLine) {
+  // Given a clock that moves a second each time it is read (a reader far
+  // slower than the 0.5 s window),
+  long long seconds = 0;
+  LiveOutputOptions options;
+  options.status_line = false;
+  options.clock = [&] { return std::chrono::steady_clock::time_point{} + std::chrono::seconds(++seconds); };
+  LiveOutput live(printer_, workers_, options);
+  LogTail follower(dir_.path(), workers_, live);
+  append(0, "x\nz\n");
+  append(1, "y\nx\nz\n");
+  // when the logs are read in one pass,
+  follower.finish();
+  // then the lines are collapsed as if read at once.
+  EXPECT_EQ(slurp(out_), "[w1 h1] y\n[w0-1] x\n[w0-1] z\n");
+}
+
 }  // namespace
 }  // namespace tpurun
