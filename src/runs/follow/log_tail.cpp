@@ -14,6 +14,8 @@
 namespace tpurun {
 namespace {
 
+constexpr size_t kChunk = 64 * 1024;  // per log per round
+
 // What one call reads was on disk when it began: its lines share that time.
 class Pass {
  public:
@@ -39,15 +41,15 @@ LogTail::~LogTail() {
   }
 }
 
-bool LogTail::drain_once(Tail& tail) {
+size_t LogTail::drain_once(Tail& tail) {
   if (tail.fd < 0) tail.fd = ::open(tail.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (tail.fd < 0) return false;  // not created yet
-  char buf[65536];
+  if (tail.fd < 0) return 0;  // not created yet
+  char buf[kChunk];
   const ssize_t n = ::pread(tail.fd, buf, sizeof buf, tail.offset);
-  if (n <= 0) return false;
+  if (n <= 0) return 0;
   live_.sink(tail.worker.index).write(Stream::out, std::string_view(buf, static_cast<size_t>(n)));
   tail.offset += n;
-  return true;
+  return static_cast<size_t>(n);
 }
 
 void LogTail::drain() {
@@ -58,19 +60,25 @@ void LogTail::drain() {
 void LogTail::drain_all() {
   for (bool any = true; any;) {
     any = false;
-    for (Tail& tail : tails_) any = drain_once(tail) || any;
+    for (Tail& tail : tails_) any = drain_once(tail) > 0 || any;
   }
 }
 
 bool LogTail::drain(const std::vector<int>& positions) {
   Pass pass(live_);
-  bool read = false;
-  for (bool any = true; any;) {
-    any = false;
-    for (int i : positions) any = drain_once(tails_.at(static_cast<size_t>(i))) || any;
-    read = read || any;
+  size_t read = 0;
+  std::vector<int> more = positions;  // round robin over the logs that may have more
+  while (!more.empty() && read < kPassBytes) {
+    std::vector<int> still;
+    for (int i : more) {
+      const size_t n = drain_once(tails_.at(static_cast<size_t>(i)));
+      read += n;
+      if (n == kChunk) still.push_back(i);  // a short read: caught up
+    }
+    more = std::move(still);
   }
-  return read;
+  behind_ = std::move(more);
+  return read > 0;
 }
 
 std::vector<std::string> LogTail::file_names() const {

@@ -23,9 +23,15 @@ class LogTail {
   // following costs reads, not opens.
   void drain();
   // The same for some workers only: positions in the worker list given to
-  // the constructor (a FileWatch said their logs changed). True when anything
-  // was read.
+  // the constructor (a FileWatch said their logs changed), and at most about
+  // kPassBytes in all, so that a follower of a job that prints fast still
+  // gets back to its loop (Ctrl-C, state.json, held lines). True when
+  // anything was read; behind() then names the logs it did not finish.
+  static constexpr size_t kPassBytes = 8u << 20;
   bool drain(const std::vector<int>& positions);
+  // Positions whose logs had more to read when the last drain(positions)
+  // stopped: read them again without waiting for a change.
+  const std::vector<int>& behind() const { return behind_; }
   // Each worker's log file name in the log dir, in the order given.
   std::vector<std::string> file_names() const;
   // The worker's job has ended: its last output is printed and collapsed
@@ -42,10 +48,12 @@ class LogTail {
     long long offset = 0;
     bool ended = false;
   };
-  bool drain_once(Tail& tail);  // up to 64 KiB; true when anything was read
+  // Up to 64 KiB; 0 when nothing was read.
+  size_t drain_once(Tail& tail);
   void drain_all();
   std::string log_dir_;
   std::vector<Tail> tails_;
+  std::vector<int> behind_;
   LiveOutput& live_;
 };
 

@@ -1,6 +1,7 @@
 // LogTail reads only the logs it is told changed, from where it left off.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -64,6 +65,26 @@ TEST_F(LogTailTest, ALogNotCreatedYetIsNothingToRead) {
   append(0, "late\n");
   EXPECT_TRUE(follower.drain(std::vector<int>{0, 1}));
   EXPECT_EQ(slurp(out_), "[w0 h0] late\n");
+}
+
+TEST_F(LogTailTest, APassStopsAfterItsBudgetAndSaysWhatIsLeft) {
+  LogTail follower(dir_.path(), workers_, *live_);
+  // Given a log that grew by more than one pass reads,
+  const std::string line(99, 'x');
+  std::string text;
+  while (text.size() <= LogTail::kPassBytes + 100'000) text += line + "\n";
+  append(1, text);
+  append(0, "zero\n");
+  // then a pass reads part of it, and says that worker 1 is behind;
+  EXPECT_TRUE(follower.drain(std::vector<int>{0, 1}));
+  EXPECT_EQ(follower.behind(), std::vector<int>{1});
+  const std::string first = slurp(out_);
+  EXPECT_LT(std::count(first.begin(), first.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
+  // the next pass reads the rest.
+  EXPECT_TRUE(follower.drain(follower.behind()));
+  EXPECT_TRUE(follower.behind().empty());
+  const std::string printed = slurp(out_);
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), std::count(text.begin(), text.end(), '\n') + 1);
 }
 
 TEST_F(LogTailTest, HowSlowlyTheLogsAreReadSplitsNoCollapsedLine) {
