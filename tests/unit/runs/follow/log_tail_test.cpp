@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include "fakes/slurp.hpp"
 #include "fakes/temp_dir.hpp"
@@ -102,6 +103,71 @@ TEST_F(LogTailTest, HowSlowlyTheLogsAreReadSplitsNoCollapsedLine) {
   follower.finish();
   // then the lines are collapsed as if read at once.
   EXPECT_EQ(slurp(out_), "[w1 h1] y\n[w0-1] x\n[w0-1] z\n");
+}
+
+// A data-parallel job's log: the same steps on every worker, every 10th step a
+// line of the worker's own, every 100th a `\r` bar, once a line over 64 KiB.
+std::string training_log(int worker, int from, int to) {
+  std::string log;
+  for (int step = from; step < to; ++step) {
+    log += "step " + std::to_string(step) + " loss " + std::to_string(1000.0 / (step + 1)) + "\n";
+    if (step % 10 == 9) log += "w" + std::to_string(worker) + " at step " + std::to_string(step) + "\n";
+    if (step % 100 == 0) log += "\reval 10%\reval 60%\reval 100% " + std::to_string(step) + "\n";
+    if (step == 777) log += std::string(70 * 1024, 'z') + "\n";
+  }
+  return log;
+}
+
+TEST(LogTailWholeTest, ReadingFinishedLogsPrintsWhatFollowingThemPrinted) {
+  // Given 3 workers' logs of 60,000 steps (about 2 MiB each: many 64 KiB
+  // chunks, and past the 4 MiB bound of held text),
+  const std::vector<Worker> workers{Worker{0, "h0", 22}, Worker{1, "h1", 22}, Worker{2, "h2", 22}};
+  constexpr int kSteps = 60'000;
+  auto print = [&](const std::function<void(testing::TempDir&, LogTail&)>& read) {
+    testing::TempDir dir;
+    std::FILE* out = std::tmpfile();
+    std::FILE* err = std::tmpfile();
+    LinePrinter printer(out, err, false, false);
+    LiveOutputOptions options;
+    options.status_line = false;
+    options.clock = [] { return std::chrono::steady_clock::time_point{}; };
+    LiveOutput live(printer, workers, options);
+    LogTail follower(dir.path(), workers, live);
+    read(dir, follower);
+    const std::string text = slurp(out);
+    std::fclose(out);
+    std::fclose(err);
+    return text;
+  };
+  auto append = [](testing::TempDir& dir, int worker, const std::string& text) {
+    std::ofstream(dir.path() + "/worker" + std::to_string(worker) + ".log", std::ios::app) << text;
+  };
+  // when `logs RUN` reads them whole, after the job,
+  const std::string whole = print([&](testing::TempDir& dir, LogTail& follower) {
+    for (int w = 0; w < 3; ++w) append(dir, w, training_log(w, 0, kSteps));
+    follower.finish();
+  });
+  // and when a follower read them as they grew, by pieces of every size,
+  // pass by pass (the workers in step: lines of different workers come out in
+  // the order they were read, so one ahead of its peers shows its own lines
+  // first),
+  const std::string followed = print([&](testing::TempDir& dir, LogTail& follower) {
+    for (int from = 0, piece = 1; from < kSteps; from += piece, piece = piece * 7 % 2003) {
+      for (int w = 0; w < 3; ++w) append(dir, w, training_log(w, from, std::min(kSteps, from + piece)));
+      follower.drain(std::vector<int>{0, 1, 2});
+      while (!follower.behind().empty()) follower.drain(follower.behind());
+    }
+    follower.finish();
+  });
+  // then both print the same, every step once for all three workers.
+  // (Not EXPECT_EQ: gtest's diff of two 2 MiB texts takes gigabytes.)
+  EXPECT_TRUE(whole == followed) << "they differ from byte "
+                                 << std::mismatch(whole.begin(), whole.end(), followed.begin(), followed.end()).first -
+                                        whole.begin();
+  EXPECT_EQ(std::count(whole.begin(), whole.end(), '\n'), kSteps + kSteps / 100 + 1 + 3 * (kSteps / 10));
+  EXPECT_NE(whole.find("[w0-2] step 59999 loss"), std::string::npos);
+  EXPECT_NE(whole.find("[w0-2] eval 100% 59900\n"), std::string::npos);
+  EXPECT_NE(whole.find("[w0-2] " + std::string(64 * 1024, 'z') + " ... [line cut at 64 KiB]\n"), std::string::npos);
 }
 
 }  // namespace
