@@ -92,7 +92,8 @@ void LogTail::ended(int worker_index, bool ok) {
     if (tail.worker.index != worker_index || tail.ended) continue;
     tail.ended = true;
     Pass pass(live_);
-    drain_all();
+    while (drain_once(tail) > 0) {
+    }  // to its end: it grows no more (the others may, as fast as they like)
     live_.set_state(worker_index, ok ? WorkerRunState::exited : WorkerRunState::failed);
     live_.sink(worker_index).flush();
   }

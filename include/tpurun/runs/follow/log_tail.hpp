@@ -34,8 +34,8 @@ class LogTail {
   const std::vector<int>& behind() const { return behind_; }
   // Each worker's log file name in the log dir, in the order given.
   std::vector<std::string> file_names() const;
-  // The worker's job has ended: its last output is printed and collapsed
-  // lines stop waiting for it.
+  // The worker's job has ended: the rest of its log is read, its last line
+  // printed, and collapsed lines stop waiting for it.
   void ended(int worker_index, bool ok);
   // Prints last lines that had no newline, and everything still held.
   void finish();

@@ -88,6 +88,17 @@ TEST_F(LogTailTest, APassStopsAfterItsBudgetAndSaysWhatIsLeft) {
   EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), std::count(text.begin(), text.end(), '\n') + 1);
 }
 
+TEST_F(LogTailTest, AnEndedWorkersLogIsReadToItsEndAndItsLastLinePrinted) {
+  LogTail follower(dir_.path(), workers_, *live_);
+  append(0, "zero\n");
+  append(1, "one\nlast line without a newline");
+  follower.ended(1, true);
+  // Worker 1's log is read and flushed; worker 0's is left for its own pass.
+  EXPECT_EQ(slurp(out_), "[w1 h1] one\n[w1 h1] last line without a newline\n");
+  follower.finish();
+  EXPECT_EQ(slurp(out_), "[w1 h1] one\n[w1 h1] last line without a newline\n[w0 h0] zero\n");
+}
+
 TEST_F(LogTailTest, HowSlowlyTheLogsAreReadSplitsNoCollapsedLine) {
   // Given a clock that moves a second each time it is read (a reader far
   // slower than the 0.5 s window),
