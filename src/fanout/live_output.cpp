@@ -106,8 +106,9 @@ std::chrono::steady_clock::time_point LiveOutput::now() const {
   return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(pass));
 }
 
-void LiveOutput::begin_pass() {
-  pass_time_.store(options_.clock().time_since_epoch().count(), std::memory_order_relaxed);
+void LiveOutput::begin_pass(bool continues) {
+  if (!continues || last_pass_ == kNoPass) last_pass_ = options_.clock().time_since_epoch().count();
+  pass_time_.store(last_pass_, std::memory_order_relaxed);
   printer_.begin_batch();
 }
 

@@ -66,8 +66,10 @@ class LiveOutput {
   // the logs gained): until end_pass(), lines are stamped with the time
   // begin_pass() was called, however long reading them takes, so that how
   // fast tpurun reads never splits a collapsed line nor makes a worker late.
-  // Called by the thread that writes to the sinks.
-  void begin_pass();
+  // `continues`: the last pass left output unread (the reader is behind);
+  // this one keeps its time, so that held lines still wait for their peers'
+  // copies in what is unread. Called by the thread that writes to the sinks.
+  void begin_pass(bool continues = false);
   void end_pass();
 
  private:
@@ -96,6 +98,7 @@ class LiveOutput {
   std::vector<Activity> activity_;
   static constexpr long long kNoPass = std::numeric_limits<long long>::min();
   std::atomic<long long> pass_time_{kNoPass};  // the pass's time since the clock's epoch
+  long long last_pass_ = kNoPass;              // the last pass's
   std::vector<int> label_workers_;  // the last label printed, and its workers
   bool label_late_ = false;
   std::string label_;

@@ -120,7 +120,8 @@ FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& 
     }
     everything = false;
     if (result.state && is_final(result.state->verdict)) break;
-    live.tick();
+    // Held lines wait while output is still unread: it may hold their peers' copies.
+    if (follower.behind().empty()) live.tick();
     if (cancel.cancelled()) {
       result.interrupted = true;
       break;

@@ -19,7 +19,7 @@ constexpr size_t kChunk = 64 * 1024;  // per log per round
 // What one call reads was on disk when it began: its lines share that time.
 class Pass {
  public:
-  explicit Pass(LiveOutput& live) : live_(live) { live_.begin_pass(); }
+  explicit Pass(LiveOutput& live, bool continues = false) : live_(live) { live_.begin_pass(continues); }
   ~Pass() { live_.end_pass(); }
   Pass(const Pass&) = delete;
   Pass& operator=(const Pass&) = delete;
@@ -30,8 +30,8 @@ class Pass {
 
 }  // namespace
 
-LogTail::LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live)
-    : log_dir_(std::move(log_dir)), live_(live) {
+LogTail::LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live, size_t pass_bytes)
+    : log_dir_(std::move(log_dir)), live_(live), pass_bytes_(pass_bytes) {
   for (Worker& w : workers) tails_.push_back(Tail{w, worker_log_path(log_dir_, w.index), -1, 0, false});
 }
 
@@ -65,10 +65,10 @@ void LogTail::drain_all() {
 }
 
 bool LogTail::drain(const std::vector<int>& positions) {
-  Pass pass(live_);
+  Pass pass(live_, !behind_.empty());
   size_t read = 0;
   std::vector<int> more = positions;  // round robin over the logs that may have more
-  while (!more.empty() && read < kPassBytes) {
+  while (!more.empty() && read < pass_bytes_) {
     std::vector<int> still;
     for (int i : more) {
       const size_t n = drain_once(tails_.at(static_cast<size_t>(i)));

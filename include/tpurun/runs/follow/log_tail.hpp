@@ -13,7 +13,9 @@ namespace tpurun {
 // Tails the workers' logs into a LiveOutput (collapsed or raw).
 class LogTail {
  public:
-  LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live);
+  static constexpr size_t kPassBytes = 8u << 20;
+  // `pass_bytes`: about how much one drain(positions) reads (kPassBytes).
+  LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live, size_t pass_bytes = kPassBytes);
   ~LogTail();
   LogTail(const LogTail&) = delete;
   LogTail& operator=(const LogTail&) = delete;
@@ -24,13 +26,13 @@ class LogTail {
   void drain();
   // The same for some workers only: positions in the worker list given to
   // the constructor (a FileWatch said their logs changed), and at most about
-  // kPassBytes in all, so that a follower of a job that prints fast still
+  // pass_bytes in all, so that a follower of a job that prints fast still
   // gets back to its loop (Ctrl-C, state.json, held lines). True when
   // anything was read; behind() then names the logs it did not finish.
-  static constexpr size_t kPassBytes = 8u << 20;
   bool drain(const std::vector<int>& positions);
   // Positions whose logs had more to read when the last drain(positions)
-  // stopped: read them again without waiting for a change.
+  // stopped: read them again without waiting for a change. The next pass
+  // then keeps this one's time (LiveOutput::begin_pass).
   const std::vector<int>& behind() const { return behind_; }
   // Each worker's log file name in the log dir, in the order given.
   std::vector<std::string> file_names() const;
@@ -55,6 +57,7 @@ class LogTail {
   std::vector<Tail> tails_;
   std::vector<int> behind_;
   LiveOutput& live_;
+  size_t pass_bytes_;
 };
 
 // The last `n` lines of a file (at most its last 64 KiB).

@@ -69,11 +69,11 @@ TEST_F(LogTailTest, ALogNotCreatedYetIsNothingToRead) {
 }
 
 TEST_F(LogTailTest, APassStopsAfterItsBudgetAndSaysWhatIsLeft) {
-  LogTail follower(dir_.path(), workers_, *live_);
+  LogTail follower(dir_.path(), workers_, *live_, 256 * 1024);
   // Given a log that grew by more than one pass reads,
   const std::string line(99, 'x');
   std::string text;
-  while (text.size() <= LogTail::kPassBytes + 100'000) text += line + "\n";
+  while (text.size() <= 256 * 1024 + 100'000) text += line + "\n";
   append(1, text);
   append(0, "zero\n");
   // then a pass reads part of it, and says that worker 1 is behind;
@@ -97,6 +97,32 @@ TEST_F(LogTailTest, AnEndedWorkersLogIsReadToItsEndAndItsLastLinePrinted) {
   EXPECT_EQ(slurp(out_), "[w1 h1] one\n[w1 h1] last line without a newline\n");
   follower.finish();
   EXPECT_EQ(slurp(out_), "[w1 h1] one\n[w1 h1] last line without a newline\n[w0 h0] zero\n");
+}
+
+TEST_F(LogTailTest, WhileBehindTheLogsHeldLinesWaitForWhatIsUnread) {
+  // Given a clock that moves a second each time it is read, a collapsing
+  // follower, and worker 0's log longer than one pass,
+  long long seconds = 0;
+  LiveOutputOptions options;
+  options.status_line = false;
+  options.clock = [&] { return std::chrono::steady_clock::time_point{} + std::chrono::seconds(++seconds); };
+  LiveOutput live(printer_, workers_, options);
+  LogTail follower(dir_.path(), workers_, live, 64 * 1024);
+  std::string text;  // 200 KiB: well under the 4 MiB of held text
+  for (int i = 0; text.size() <= 200 * 1024; ++i) text += "line " + std::to_string(i) + "\n";
+  append(0, text);
+  EXPECT_TRUE(follower.drain(std::vector<int>{0, 1}));
+  ASSERT_EQ(follower.behind(), std::vector<int>{0});
+  // when worker 1's copy shows up, and is read by the next passes, seconds later,
+  append(1, text);
+  follower.drain(std::vector<int>{0, 1});
+  while (!follower.behind().empty()) follower.drain(follower.behind());
+  follower.finish();
+  // then every line is one line of both workers.
+  const std::string printed = slurp(out_);
+  EXPECT_EQ(printed.find("[w0 h0]"), std::string::npos);
+  EXPECT_EQ(printed.find("[+w1]"), std::string::npos);
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
 }
 
 TEST_F(LogTailTest, HowSlowlyTheLogsAreReadSplitsNoCollapsedLine) {
