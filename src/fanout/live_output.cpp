@@ -114,6 +114,7 @@ void LiveOutput::begin_pass(bool continues) {
 
 void LiveOutput::end_pass() {
   pass_time_.store(kNoPass, std::memory_order_relaxed);
+  tick_as_of_.store(last_pass_, std::memory_order_relaxed);
   printer_.end_batch();
 }
 
@@ -168,8 +169,12 @@ std::string LiveOutput::bottom_line() {
 
 void LiveOutput::tick() {
   if (collapser_) {
+    auto now = options_.clock();
+    if (const long long as_of = tick_as_of_.exchange(kNoPass); as_of != kNoPass) {
+      now = std::min(now, std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(as_of)));
+    }
     printer_.begin_batch();
-    collapser_->tick(options_.clock());
+    collapser_->tick(now);
     printer_.end_batch();
   }
   if (!options_.status_line || !printer_.color_err()) return;

@@ -68,7 +68,9 @@ class LiveOutput {
   // fast tpurun reads never splits a collapsed line nor makes a worker late.
   // `continues`: the last pass left output unread (the reader is behind);
   // this one keeps its time, so that held lines still wait for their peers'
-  // copies in what is unread. Called by the thread that writes to the sinks.
+  // copies in what is unread. The next tick() counts time only up to the
+  // last pass's start, for the same reason: what was written since is not
+  // read yet. Called by the thread that writes to the sinks.
   void begin_pass(bool continues = false);
   void end_pass();
 
@@ -99,6 +101,7 @@ class LiveOutput {
   static constexpr long long kNoPass = std::numeric_limits<long long>::min();
   std::atomic<long long> pass_time_{kNoPass};  // the pass's time since the clock's epoch
   long long last_pass_ = kNoPass;              // the last pass's
+  std::atomic<long long> tick_as_of_{kNoPass};  // a pass ended since the last tick: its time
   std::vector<int> label_workers_;  // the last label printed, and its workers
   bool label_late_ = false;
   std::string label_;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +16,7 @@ namespace tpurun {
 namespace {
 
 constexpr size_t kChunk = 64 * 1024;  // per log per round
+constexpr size_t kPassRounds = 4;      // per pass: 256 KiB of each log at most
 
 // What one call reads was on disk when it began: its lines share that time.
 class Pass {
@@ -66,19 +68,27 @@ void LogTail::drain_all() {
 
 bool LogTail::drain(const std::vector<int>& positions) {
   Pass pass(live_, !behind_.empty());
-  size_t read = 0;
-  std::vector<int> more = positions;  // round robin over the logs that may have more
-  while (!more.empty() && read < pass_bytes_) {
-    std::vector<int> still;
-    for (int i : more) {
+  // Round robin, every log in every round (one that was caught up may have
+  // grown since), so that no log gets far ahead of another: held lines wait
+  // for their copies in the others, within a bound of held text. At most
+  // kPassRounds rounds, and about pass_bytes_ in all.
+  const size_t most = std::max<size_t>(1, pass_bytes_ / (kChunk * std::max<size_t>(1, positions.size())));
+  const size_t rounds = std::min(kPassRounds, most);
+  bool read = false;
+  std::vector<int> full;  // the logs whose last read was a whole chunk: they may have more
+  for (size_t round = 0; round < rounds; ++round) {
+    full.clear();
+    bool any = false;
+    for (int i : positions) {
       const size_t n = drain_once(tails_.at(static_cast<size_t>(i)));
-      read += n;
-      if (n == kChunk) still.push_back(i);  // a short read: caught up
+      any = any || n > 0;
+      if (n == kChunk) full.push_back(i);
     }
-    more = std::move(still);
+    read = read || any;
+    if (!any) break;
   }
-  behind_ = std::move(more);
-  return read > 0;
+  behind_ = std::move(full);
+  return read;
 }
 
 std::vector<std::string> LogTail::file_names() const {

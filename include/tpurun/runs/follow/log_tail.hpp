@@ -25,10 +25,11 @@ class LogTail {
   // following costs reads, not opens.
   void drain();
   // The same for some workers only: positions in the worker list given to
-  // the constructor (a FileWatch said their logs changed), and at most about
-  // pass_bytes in all, so that a follower of a job that prints fast still
-  // gets back to its loop (Ctrl-C, state.json, held lines). True when
-  // anything was read; behind() then names the logs it did not finish.
+  // the constructor (a FileWatch said their logs changed), and at most
+  // 256 KiB of each and about pass_bytes in all, so that a follower of a job
+  // that prints fast still gets back to its loop (Ctrl-C, state.json, held
+  // lines), and no log is read far ahead of the others. True when anything
+  // was read; behind() then names the logs it did not finish.
   bool drain(const std::vector<int>& positions);
   // Positions whose logs had more to read when the last drain(positions)
   // stopped: read them again without waiting for a change. The next pass

@@ -99,6 +99,21 @@ TEST_F(LogTailTest, AnEndedWorkersLogIsReadToItsEndAndItsLastLinePrinted) {
   EXPECT_EQ(slurp(out_), "[w1 h1] one\n[w1 h1] last line without a newline\n[w0 h0] zero\n");
 }
 
+TEST_F(LogTailTest, APassReadsNoLogFarAheadOfTheOthers) {
+  LogTail follower(dir_.path(), workers_, *live_);
+  // Given worker 1's log 1 MiB ahead of worker 0's,
+  std::string line = std::string(63, 'y') + "\n";
+  std::string mib;
+  for (int i = 0; i < 16 * 1024; ++i) mib += line;
+  append(0, "zero\n");
+  append(1, mib);
+  // then one pass reads at most 256 KiB of it, and says there is more.
+  EXPECT_TRUE(follower.drain(std::vector<int>{0, 1}));
+  EXPECT_EQ(follower.behind(), std::vector<int>{1});
+  const std::string printed = slurp(out_);
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 1 + 4 * 1024);
+}
+
 TEST_F(LogTailTest, WhileBehindTheLogsHeldLinesWaitForWhatIsUnread) {
   // Given a clock that moves a second each time it is read, a collapsing
   // follower, and worker 0's log longer than one pass,
