@@ -15,10 +15,13 @@
 #include <bit>
 #include <cstdint>
 #include <deque>
-#include <map>
-#include <unordered_map>
+#include <queue>
+#include <utility>
 
 #include "fanout/collapse_index.hpp"
+
+#define XXH_INLINE_ALL  // short texts: the inlined XXH3 is the fastest
+#include <xxhash.h>
 
 namespace tpurun {
 namespace {
@@ -77,18 +80,22 @@ class LineCollapser::State {
     std::string text;
     std::size_t hash = 0;
     std::vector<Word> who;
+    Slot same = kNone;  // the next recent text with the same hash
   };
   struct Lane {  // one stream's state
-    std::deque<Group> groups;  // by slot (a deque: a group never moves)
+    std::vector<Group> groups;  // by slot (no reference to one is kept across a new slot)
     std::vector<Word> bits;    // by slot: its members' words, then its reach's words
     std::vector<Slot> free;    // slots of emitted groups
     Id next_id = 0;
     HashIndex by_hash;
     std::vector<std::deque<Slot>> queue;  // per worker position: its held groups, in order
-    std::map<Id, Slot> unblocked;         // groups at the front of every member's queue, oldest first
-    std::deque<Recent> recent;            // emitted shared texts, oldest first, and who printed them
-    unsigned long long recent_first = 0;  // the number of recent.front()
-    std::unordered_multimap<std::size_t, unsigned long long> recent_by_hash;
+    // Groups at the front of every member's queue, oldest on top. An entry
+    // whose group is no longer unblocked (or whose slot now holds another
+    // group) is dropped when it comes up.
+    std::priority_queue<std::pair<Id, Slot>, std::vector<std::pair<Id, Slot>>, std::greater<>> unblocked;
+    std::vector<Recent> recent;           // emitted shared texts and who printed them: a ring
+    std::size_t recent_count = 0;         // texts ever put in it
+    HashIndex recent_by_hash;
     std::size_t held_bytes = 0;
     std::vector<Slot> stack;
     Word* member(Slot slot) { return bits.data() + slot * 2 * words; }
@@ -107,7 +114,6 @@ class LineCollapser::State {
   bool ready(Lane& s, Slot slot, TimePoint now) const;
   void emit_group(Lane& s, Stream stream, Slot slot);
   void remember(Lane& s, Slot slot);
-  void forget_hash(Lane& s, Slot slot);
 
   std::vector<int> workers_;  // indices, ascending
   std::size_t words_ = 0;     // bit words per set of workers
@@ -130,7 +136,7 @@ void LineCollapser::State::add(int worker, Stream stream, std::string_view text,
     return;
   }
   Lane& s = lanes_[stream == Stream::out ? 0 : 1];
-  const std::size_t hash = std::hash<std::string_view>{}(text);
+  const std::size_t hash = XXH3_64bits(text.data(), text.size());
   if (HashIndex::Entry* same = s.by_hash.find(hash)) {
     for (Slot slot = same->first; slot != kNone; slot = s.groups[slot].same) {  // oldest first
       Group& group = s.groups[slot];
@@ -168,14 +174,7 @@ Slot LineCollapser::State::open_group(Lane& s, std::string_view text, std::size_
   group.next.clear();
   group.prev.clear();
   std::fill_n(s.member(slot), 2 * words_, 0);
-  HashIndex::Entry* same = s.by_hash.find(hash);
-  if (same == nullptr) {
-    same = &s.by_hash.insert(hash);
-    same->first = slot;
-  } else {
-    s.groups[same->last].same = slot;
-  }
-  same->last = slot;
+  s.by_hash.push(hash, slot, [&](Slot at) -> Slot& { return s.groups[at].same; });
   s.held_bytes += 2 * text.size() + kGroupOverhead;
   return slot;
 }
@@ -188,18 +187,16 @@ void LineCollapser::State::append(Lane& s, int pos, Slot slot) {
   std::deque<Slot>& mine = s.queue[pos];
   if (mine.empty()) {
     ++group.fronts;
-  } else {
-    s.groups[mine.back()].next.push_back(slot);
-    group.prev.push_back(mine.back());
+  } else {  // an edge tail -> group; workers in step add the same one: once is enough
+    const Slot tail = mine.back();
+    std::vector<Slot>& next = s.groups[tail].next;
+    if (next.empty() || next.back() != slot) next.push_back(slot);
+    if (group.prev.empty() || group.prev.back() != tail) group.prev.push_back(tail);
   }
   mine.push_back(slot);
   spread_reach(s, slot);
   const bool unblocked = group.fronts == group.members;
-  if (unblocked && !group.unblocked) {
-    s.unblocked.emplace(group.id, slot);
-  } else if (!unblocked && group.unblocked) {
-    s.unblocked.erase(group.id);
-  }
+  if (unblocked && !group.unblocked) s.unblocked.emplace(group.id, slot);
   group.unblocked = unblocked;
 }
 
@@ -248,9 +245,15 @@ void LineCollapser::State::release(Lane& s, Stream stream, TimePoint now, bool a
   // The oldest group free to go goes first, and a younger one waits for it
   // (at most until its window closes), so output keeps the order it came in.
   while (!s.unblocked.empty()) {
-    const Slot oldest = s.unblocked.begin()->second;
+    const auto [id, oldest] = s.unblocked.top();
+    const Group& group = s.groups[oldest];
+    if (!group.unblocked || group.id != id) {  // blocked again since, or emitted
+      s.unblocked.pop();
+      continue;
+    }
     const bool force = all || s.held_bytes > options_.max_held_bytes;
     if (!force && !ready(s, oldest, now)) return;
+    s.unblocked.pop();
     emit_group(s, stream, oldest);
   }
 }
@@ -276,9 +279,8 @@ void LineCollapser::State::emit_group(Lane& s, Stream stream, Slot slot) {
     }
   }
   remember(s, slot);
-  s.unblocked.erase(group.id);
   group.unblocked = false;
-  forget_hash(s, slot);
+  s.by_hash.remove(group.hash, slot, [&](Slot at) -> Slot& { return s.groups[at].same; });
   for (Slot after : group.next) {  // nothing comes before an emitted group
     std::vector<Slot>& prev = s.groups[after].prev;
     prev.erase(std::remove(prev.begin(), prev.end(), slot), prev.end());
@@ -289,24 +291,17 @@ void LineCollapser::State::emit_group(Lane& s, Stream stream, Slot slot) {
   s.free.push_back(slot);
 }
 
-void LineCollapser::State::forget_hash(Lane& s, Slot slot) {
-  HashIndex::Entry* same = s.by_hash.find(s.groups[slot].hash);
-  Slot before = kNone;
-  for (Slot at = same->first; at != slot; at = s.groups[at].same) before = at;
-  const Slot after = s.groups[slot].same;
-  (before == kNone ? same->first : s.groups[before].same) = after;
-  if (same->last == slot) same->last = before;
-  if (same->first == kNone) s.by_hash.erase(*same);
-}
-
-// Late lines: which workers printed the recent shared texts.
+// Late lines: which workers printed the recent shared texts (a ring of the
+// last kRecentTexts, each entry and its memory reused).
 void LineCollapser::State::remember(Lane& s, Slot slot) {
   const Group& group = s.groups[slot];
   const Word* member = s.member(slot);
+  auto link = [&](Slot at) -> Slot& { return s.recent[at].same; };
   Recent* seen = nullptr;
-  for (auto [at, end] = s.recent_by_hash.equal_range(group.hash); at != end && !seen; ++at) {
-    Recent& recent = s.recent[at->second - s.recent_first];
-    if (recent.text == group.text) seen = &recent;
+  if (HashIndex::Entry* same = s.recent_by_hash.find(group.hash)) {
+    for (Slot at = same->first; at != kNone && !seen; at = link(at)) {
+      if (s.recent[at].text == group.text) seen = &s.recent[at];
+    }
   }
   bool disjoint = seen != nullptr;
   for (std::size_t i = 0; disjoint && i < words_; ++i) disjoint = (member[i] & seen->who[i]) == 0;
@@ -318,17 +313,17 @@ void LineCollapser::State::remember(Lane& s, Slot slot) {
       seen->who.assign(member, member + words_);
       return;
     }
-    s.recent_by_hash.emplace(group.hash, s.recent_first + s.recent.size());
-    s.recent.push_back(Recent{group.text, group.hash, std::vector<Word>(member, member + words_)});
-    if (s.recent.size() > kRecentTexts) {
-      for (auto [at, end] = s.recent_by_hash.equal_range(s.recent.front().hash); at != end; ++at) {
-        if (at->second != s.recent_first) continue;
-        s.recent_by_hash.erase(at);
-        break;
-      }
-      s.recent.pop_front();
-      ++s.recent_first;
+    const Slot at = static_cast<Slot>(s.recent_count++ % kRecentTexts);
+    if (at == s.recent.size()) {
+      s.recent.emplace_back();
+    } else {  // the oldest goes
+      s.recent_by_hash.remove(s.recent[at].hash, at, link);
     }
+    Recent& recent = s.recent[at];
+    recent.text.assign(group.text);
+    recent.hash = group.hash;
+    recent.who.assign(member, member + words_);
+    s.recent_by_hash.push(group.hash, at, link);
   }
 }
 

@@ -12,9 +12,32 @@ namespace tpurun::collapse_index {
 using Slot = std::uint32_t;  // where a held group is kept
 constexpr Slot kNone = ~Slot{0};
 
-// Text hash -> the first and last held group with that hash.
+// Text hash -> the first and last of the slots with that hash, which form a
+// chain: `link(slot)` is the Slot& naming the next one.
 class HashIndex {
  public:
+  template <class Link>
+  void push(std::size_t hash, Slot slot, Link link) {
+    link(slot) = kNone;
+    Entry* same = find(hash);
+    if (same == nullptr) {
+      same = &insert(hash);
+      same->first = slot;
+    } else {
+      link(same->last) = slot;
+    }
+    same->last = slot;
+  }
+  template <class Link>
+  void remove(std::size_t hash, Slot slot, Link link) {
+    Entry* same = find(hash);
+    Slot before = kNone;
+    for (Slot at = same->first; at != slot; at = link(at)) before = at;
+    (before == kNone ? same->first : link(before)) = link(slot);
+    if (same->last == slot) same->last = before;
+    if (same->first == kNone) erase(*same);
+  }
+
   struct Entry {
     std::size_t hash = 0;
     Slot first = kNone;  // kNone: an empty entry
