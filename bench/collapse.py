@@ -8,11 +8,14 @@
    `tpurun logs RUN` into a file, each REPS times: the best wall time, its CPU
    time, and the ratio collapsed / raw.
 2. following a job that prints fast: `tpurun logs RUN -f` of a running run
-   whose WORKERS writers append lines at RATE lines/s each for SECONDS; every
-   line says when it was written, so each printed line tells how far behind
-   the follower was. Prints the lag (printed - written) at the median, at the
-   99th percentile and at most, and how long after the run's end tpurun exited.
-   Collapsed lines are held up to their 1 s window on purpose (docs/output.md).
+   whose WORKERS logs grow by RATE step lines/s each for SECONDS (one writer
+   process, the output made beforehand, appended every 5 ms; the step lines
+   are the same on every worker, every 50th step adds one of the worker's
+   own). Step N is due at start + N / RATE, so each chunk of tpurun's output
+   tells how far behind the job it is: printed at the median, the 99th
+   percentile and at most, and how long after the run's end tpurun exited.
+   Collapsed lines are held up to their 1 s window on purpose (docs/output.md),
+   but a step every worker printed goes out as soon as the last one did.
 Timings are printed, never asserted.
 """
 import argparse
@@ -23,7 +26,6 @@ import random
 import resource
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -5,8 +5,7 @@
 // Rules (docs/output.md explains the trade-off):
 // - A new line opens a group. A worker printing the same text joins the
 //   oldest held group with that text, unless that group would then have to
-//   come both before and after the worker's own earlier held lines (or it
-//   cannot tell within 256 groups).
+//   come both before and after the worker's own earlier held lines.
 // - A group is emitted once every worker still running has joined it, or
 //   `window` after its last join, and never later than `max_hold` after it
 //   opened; but only after each of its workers' earlier lines, so that one

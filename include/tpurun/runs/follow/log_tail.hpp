@@ -19,8 +19,9 @@ class LogTail {
   ~LogTail();
   LogTail(const LogTail&) = delete;
   LogTail& operator=(const LogTail&) = delete;
-  // Prints whatever was appended to the logs since the last call, at most
-  // 64 KiB per worker per pass, round robin, so that long logs from many
+  // Prints whatever was appended to the logs since the last call, all of it,
+  // in one pass (LiveOutput::begin_pass: its lines share the pass's time),
+  // 64 KiB of each log per round, round robin, so that long logs from many
   // workers still line up for collapsing. Files stay open between calls, so
   // following costs reads, not opens.
   void drain();
