@@ -1,5 +1,7 @@
 #include "tpurun/fanout/line_splitter.hpp"
 
+#include <cstring>
+
 namespace tpurun {
 namespace {
 
@@ -16,28 +18,49 @@ std::size_t whole_utf8_prefix(std::string_view text) {
 }  // namespace
 
 void LineSplitter::feed(std::string_view data, const std::function<void(std::string_view)>& on_line) {
+  // Every byte of every worker's output passes here: two memchr() per line,
+  // and a line that lies whole in `data` is handed on without a copy.
+  const char* const bytes = data.data();
+  const std::size_t size = data.size();
+  auto find = [&](char c, std::size_t from, std::size_t to) {
+    const void* at = std::memchr(bytes + from, c, to - from);
+    return at == nullptr ? to : static_cast<std::size_t>(static_cast<const char*>(at) - bytes);
+  };
   std::size_t i = 0;
-  while (i < data.size()) {
+  std::size_t nl = 0;  // the first '\n' at or after i (size: none), once found
+  bool nl_found = false;
+  while (i < size) {
+    if (!nl_found || nl < i) {
+      nl = find('\n', i, size);
+      nl_found = true;
+    }
     if (dropping_) {
-      const std::size_t nl = data.find('\n', i);
-      if (nl == std::string_view::npos) return;
+      if (nl == size) return;
       dropping_ = false;
       i = nl + 1;
       continue;
     }
-    const std::size_t stop = data.find_first_of("\r\n", i);
-    const std::size_t end = stop == std::string_view::npos ? data.size() : stop;
+    const std::size_t stop = find('\r', i, nl);  // size: the line goes on in the next data
     const std::size_t room = kMaxLine - pending_.size();
-    if (end - i > room) {  // the line outgrows the bound before it ends
+    if (stop - i > room) {  // the line outgrows the bound before it ends
       pending_.append(data.substr(i, room));
       i += room;
       cut_line(on_line);
       continue;
     }
-    pending_.append(data.substr(i, end - i));
-    i = end;
-    if (stop == std::string_view::npos) break;
-    if (data[stop] == '\n') {
+    if (stop == size) {
+      pending_.append(data.substr(i));
+      break;
+    }
+    if (bytes[stop] == '\n' && pending_.empty() && stop > i) {  // a line (or its last state) whole in data
+      on_line(data.substr(i, stop - i));
+      reset_line();
+      i = stop + 1;
+      continue;
+    }
+    pending_.append(data.substr(i, stop - i));
+    i = stop;
+    if (bytes[stop] == '\n') {
       end_line(on_line);
     } else {
       redrawn_ = true;

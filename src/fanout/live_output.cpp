@@ -17,19 +17,19 @@ class LiveOutput::CollapsingSink : public WorkerSink {
   CollapsingSink(LiveOutput& live, size_t slot) : live_(live), slot_(slot) {}
   void write(Stream stream, std::string_view data) override {
     LineSplitter& lines = lines_[stream == Stream::out ? 0 : 1];
-    const auto now = live_.options_.clock();
-    lines.feed(data, [&](std::string_view line) { live_.collapser_->add(index(), stream, std::string(line), now); });
+    const auto now = live_.now();
+    lines.feed(data, [&](std::string_view line) { live_.collapser_->add(index(), stream, line, now); });
     live_.saw_output(slot_, stream, lines.progress(kRedrawKept));
   }
   void flush() override {
     for (int i = 0; i < 2; ++i) {
       if (auto last = lines_[i].finish()) {
-        live_.collapser_->add(index(), i == 0 ? Stream::out : Stream::err, std::move(*last), live_.options_.clock());
+        live_.collapser_->add(index(), i == 0 ? Stream::out : Stream::err, *last, live_.now());
       }
     }
     live_.saw_progress(slot_, Stream::out, {});
     live_.saw_progress(slot_, Stream::err, {});
-    live_.collapser_->worker_ended(index(), live_.options_.clock());
+    live_.collapser_->worker_ended(index(), live_.now());
   }
 
  private:
@@ -66,6 +66,7 @@ LiveOutput::LiveOutput(LinePrinter& printer, std::vector<Worker> workers, LiveOu
   for (size_t i = 0; i < workers_.size(); ++i) {
     slots_[workers_[i].index] = i;
     indices.push_back(workers_[i].index);
+    displays_.push_back(workers_[i].display());
   }
   if (options_.collapse && workers_.size() > 1) {
     collapser_ = std::make_unique<LineCollapser>(
@@ -99,8 +100,26 @@ void LiveOutput::set_state(int worker_index, WorkerRunState state) {
   activity_[s].state = state;
 }
 
+std::chrono::steady_clock::time_point LiveOutput::now() const {
+  const long long pass = pass_time_.load(std::memory_order_relaxed);
+  if (pass == kNoPass) return options_.clock();
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(pass));
+}
+
+void LiveOutput::begin_pass(bool continues) {
+  if (!continues || last_pass_ == kNoPass) last_pass_ = options_.clock().time_since_epoch().count();
+  pass_time_.store(last_pass_, std::memory_order_relaxed);
+  printer_.begin_batch();
+}
+
+void LiveOutput::end_pass() {
+  pass_time_.store(kNoPass, std::memory_order_relaxed);
+  tick_as_of_.store(last_pass_, std::memory_order_relaxed);
+  printer_.end_batch();
+}
+
 void LiveOutput::saw_output(size_t s, Stream stream, std::optional<std::string> progress) {
-  const auto now = options_.clock();
+  const auto now = this->now();
   std::lock_guard lock(mutex_);
   activity_[s].last_output = now;
   if (progress) activity_[s].progress[stream == Stream::out ? 0 : 1] = std::move(*progress);
@@ -111,15 +130,21 @@ void LiveOutput::saw_progress(size_t s, Stream stream, std::string progress) {
   activity_[s].progress[stream == Stream::out ? 0 : 1] = std::move(progress);
 }
 
+// Called under the collapser's lock, so the label cache needs no lock of its own.
 void LiveOutput::emit(const CollapsedLine& line) {
   if (line.workers.size() == 1 && !line.late) {
     auto it = slots_.find(line.workers[0]);
     if (it != slots_.end()) {
-      printer_.worker_line(workers_[it->second], line.stream, line.text);
+      printer_.worker_line(line.workers[0], displays_[it->second], line.stream, line.text);
       return;
     }
   }
-  printer_.labelled_line((line.late ? "+" : "") + worker_range_label(line.workers), line.stream, line.text);
+  if (line.workers != label_workers_ || line.late != label_late_) {  // most lines have the last one's label
+    label_workers_ = line.workers;
+    label_late_ = line.late;
+    label_ = (line.late ? "+" : "") + worker_range_label(line.workers);
+  }
+  printer_.labelled_line(label_, line.stream, line.text);
 }
 
 std::string LiveOutput::bottom_line() {
@@ -143,7 +168,15 @@ std::string LiveOutput::bottom_line() {
 }
 
 void LiveOutput::tick() {
-  if (collapser_) collapser_->tick(options_.clock());
+  if (collapser_) {
+    auto now = options_.clock();
+    if (const long long as_of = tick_as_of_.exchange(kNoPass); as_of != kNoPass) {
+      now = std::min(now, std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(as_of)));
+    }
+    printer_.begin_batch();
+    collapser_->tick(now);
+    printer_.end_batch();
+  }
   if (!options_.status_line || !printer_.color_err()) return;
   const std::string line = bottom_line();
   if (line.empty()) {
@@ -154,8 +187,10 @@ void LiveOutput::tick() {
 }
 
 void LiveOutput::finish() {
+  printer_.begin_batch();
   for (auto& sink : sinks_) sink->flush();
   if (collapser_) collapser_->flush_all();
+  printer_.end_batch();
   printer_.clear_progress();
 }
 

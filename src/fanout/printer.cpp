@@ -36,33 +36,49 @@ LinePrinter::LinePrinter(std::FILE* out, std::FILE* err, bool color_out, bool co
     : out_(out), err_(err), color_out_(color_out), color_err_(color_err) {}
 
 void LinePrinter::worker_line(const Worker& worker, Stream stream, std::string_view text) {
-  bool color = stream == Stream::out ? color_out_ : color_err_;
-  if (color) {
-    write_line(stream, fmt::format("{}[{}]{} {}\n", kColors[worker.index % 6], worker.display(), kReset, text));
-  } else {
-    write_line(stream, fmt::format("[{}] {}\n", worker.display(), text));
-  }
+  worker_line(worker.index, worker.display(), stream, text);
+}
+
+void LinePrinter::worker_line(int worker_index, std::string_view display, Stream stream, std::string_view text) {
+  line(kColors[worker_index % 6], display, stream, text);
 }
 
 void LinePrinter::labelled_line(std::string_view label, Stream stream, std::string_view text) {
-  bool color = stream == Stream::out ? color_out_ : color_err_;
-  if (color) {
-    write_line(stream, fmt::format("{}[{}]{} {}\n", kBold, label, kReset, text));
+  line(kBold, label, stream, text);
+}
+
+void LinePrinter::line(const char* color, std::string_view prefix, Stream stream, std::string_view text) {
+  const bool colored = stream == Stream::out ? color_out_ : color_err_;
+  std::FILE* file = stream == Stream::out ? out_ : err_;
+  std::lock_guard lock(mutex_);
+  if (file != out_) flush_out_locked();  // what goes to stderr comes after the stdout lines before it
+  buffer_.clear();
+  if (colored) buffer_.append(color);
+  buffer_.append("[").append(prefix).append("]");
+  if (colored) buffer_.append(kReset);
+  buffer_.append(" ").append(text).append("\n");
+  clear_progress_locked();
+  std::fwrite(buffer_.data(), 1, buffer_.size(), file);
+  if (batch_ > 0 && file == out_) {
+    out_pending_ = true;
   } else {
-    write_line(stream, fmt::format("[{}] {}\n", label, text));
+    std::fflush(file);
   }
 }
 
-void LinePrinter::write_line(Stream stream, const std::string& line) {
-  std::FILE* file = stream == Stream::out ? out_ : err_;
+void LinePrinter::begin_batch() {
   std::lock_guard lock(mutex_);
-  clear_progress_locked();
-  std::fwrite(line.data(), 1, line.size(), file);
-  std::fflush(file);
+  ++batch_;
+}
+
+void LinePrinter::end_batch() {
+  std::lock_guard lock(mutex_);
+  if (--batch_ == 0) flush_out_locked();
 }
 
 void LinePrinter::note(std::string_view text) {
   std::lock_guard lock(mutex_);
+  flush_out_locked();
   clear_progress_locked();
   std::string line = fmt::format("tpurun: {}\n", text);
   std::fwrite(line.data(), 1, line.size(), err_);
@@ -76,6 +92,7 @@ void LinePrinter::progress(std::string_view text) {
   std::string line = fmt::format("\r\033[K{}", fit_columns(text, terminal_columns(err_) - 1));
   if (progress_shown_ && line == progress_line_) return;  // redrawing the same text is only noise
   progress_line_ = line;
+  flush_out_locked();
   std::fwrite(line.data(), 1, line.size(), err_);
   std::fflush(err_);
   progress_shown_ = true;
@@ -86,6 +103,12 @@ void LinePrinter::clear_progress() {
   clear_progress_locked();
 }
 
+void LinePrinter::flush_out_locked() {
+  if (!out_pending_) return;
+  std::fflush(out_);
+  out_pending_ = false;
+}
+
 void LinePrinter::clear_progress_locked() {
   if (!progress_shown_) return;
   std::fputs("\r\033[K", err_);
@@ -94,14 +117,14 @@ void LinePrinter::clear_progress_locked() {
 
 void PrefixedSink::write(Stream stream, std::string_view data) {
   LineSplitter& lines = lines_[stream == Stream::out ? 0 : 1];
-  lines.feed(data, [&](std::string_view line) { printer_->worker_line(worker_, stream, line); });
+  lines.feed(data, [&](std::string_view line) { printer_->worker_line(worker_.index, display_, stream, line); });
   if (on_redraw_) on_redraw_(stream, lines.progress(kRedrawShown));
 }
 
 void PrefixedSink::flush() {
   for (int i = 0; i < 2; ++i) {
     const Stream stream = i == 0 ? Stream::out : Stream::err;
-    if (auto last = lines_[i].finish()) printer_->worker_line(worker_, stream, *last);
+    if (auto last = lines_[i].finish()) printer_->worker_line(worker_.index, display_, stream, *last);
     if (on_redraw_) on_redraw_(stream, {});
   }
 }

@@ -19,13 +19,11 @@
 // Thread-safe. Time comes from the caller, so tests need no sleeps.
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <functional>
-#include <map>
+#include <memory>
 #include <mutex>
-#include <set>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 #include "tpurun/transport/transport.hpp"
@@ -56,8 +54,11 @@ class LineCollapser {
   // `workers`: the indices of every followed worker. `emit` is called under
   // the collapser's lock, in output order.
   LineCollapser(std::vector<int> workers, Emit emit, CollapseOptions options = {});
+  ~LineCollapser();
+  LineCollapser(const LineCollapser&) = delete;
+  LineCollapser& operator=(const LineCollapser&) = delete;
 
-  void add(int worker, Stream stream, std::string text, TimePoint now);
+  void add(int worker, Stream stream, std::string_view text, TimePoint now);
   // The worker prints nothing more: no group waits for it any longer.
   void worker_ended(int worker, TimePoint now);
   // Emits the groups whose time is up.
@@ -66,40 +67,8 @@ class LineCollapser {
   void flush_all();
 
  private:
-  using Id = unsigned long long;
-  struct Group {
-    std::string text;
-    TimePoint opened;
-    TimePoint last_join;
-    std::vector<bool> member;  // per position in workers_
-    std::size_t members = 0;
-    std::size_t fronts = 0;                  // members whose queue starts with this group
-    std::vector<Id> next;                    // members' next groups: they come after this one
-  };
-  struct StreamState {
-    std::unordered_map<Id, Group> open;
-    Id next_id = 0;
-    std::unordered_map<std::string, std::set<Id>> ids_by_text;
-    std::vector<std::deque<Id>> queue;  // per worker position: its held groups, in order
-    std::set<Id> unblocked;             // groups at the front of every member's queue
-    std::map<std::string, std::vector<bool>> recent;  // emitted group texts -> who printed them
-    std::deque<std::string> recent_order;
-    std::size_t held_bytes = 0;
-  };
-
-  int position(int worker) const;
-  bool reaches(const StreamState& state, Id from, Id to) const;
-  void append(StreamState& state, int pos, Id id);
-  void release(StreamState& state, Stream stream, TimePoint now, bool all);
-  bool ready(const Group& group, TimePoint now) const;
-  void emit_group(StreamState& state, Stream stream, Id id);
-
-  std::vector<int> workers_;        // indices, ascending
-  std::vector<bool> ended_;         // per position
-  std::size_t active_ = 0;          // workers not ended
-  Emit emit_;
-  CollapseOptions options_;
-  StreamState streams_[2];
+  class State;  // collapse.cpp
+  std::unique_ptr<State> state_;
   std::mutex mutex_;
 };
 

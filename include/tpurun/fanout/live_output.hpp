@@ -10,9 +10,11 @@
 //   live.sink(w.index).flush();                      // and its output with it
 //   live.tick();   // every ~100 ms (or a LiveOutputTicker does it)
 //   live.finish(); // at the end: prints everything still held
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,6 +62,18 @@ class LiveOutput {
   // The bottom line as tick() would draw it ("" when there is nothing to say).
   std::string bottom_line();
 
+  // A pass over output that was already written (a follower reading what
+  // the logs gained): until end_pass(), lines are stamped with the time
+  // begin_pass() was called, however long reading them takes, so that how
+  // fast tpurun reads never splits a collapsed line nor makes a worker late.
+  // `continues`: the last pass left output unread (the reader is behind);
+  // this one keeps its time, so that held lines still wait for their peers'
+  // copies in what is unread. The next tick() counts time only up to the
+  // last pass's start, for the same reason: what was written since is not
+  // read yet. Called by the thread that writes to the sinks.
+  void begin_pass(bool continues = false);
+  void end_pass();
+
  private:
   class CollapsingSink;
   class RawSink;
@@ -69,6 +83,7 @@ class LiveOutput {
     std::string progress[2];  // per stream: the latest `\r` state of an unfinished line, cut short
   };
   size_t slot(int worker_index) const;
+  std::chrono::steady_clock::time_point now() const;  // the pass's time, or the clock's
   // Output arrived; `progress`, if given, is the stream's new `\r` state.
   void saw_output(size_t slot, Stream stream, std::optional<std::string> progress);
   void saw_progress(size_t slot, Stream stream, std::string progress);
@@ -76,12 +91,20 @@ class LiveOutput {
 
   LinePrinter& printer_;
   std::vector<Worker> workers_;
+  std::vector<std::string> displays_;  // per slot: display()
   std::unordered_map<int, size_t> slots_;  // worker index -> position in workers_
   LiveOutputOptions options_;
   std::unique_ptr<LineCollapser> collapser_;
   std::vector<std::unique_ptr<WorkerSink>> sinks_;
   std::mutex mutex_;  // guards activity_
   std::vector<Activity> activity_;
+  static constexpr long long kNoPass = std::numeric_limits<long long>::min();
+  std::atomic<long long> pass_time_{kNoPass};  // the pass's time since the clock's epoch
+  long long last_pass_ = kNoPass;              // the last pass's
+  std::atomic<long long> tick_as_of_{kNoPass};  // a pass ended since the last tick: its time
+  std::vector<int> label_workers_;  // the last label printed, and its workers
+  bool label_late_ = false;
+  std::string label_;
 };
 
 // Calls live.tick() every `every` on its own thread until destroyed.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -114,15 +115,19 @@ FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& 
   bool unwatched = false;
   std::vector<int> changed;  // the first pass reads everything
   bool everything = true;
+  std::vector<int> all_logs(static_cast<size_t>(logs));
+  for (int i = 0; i < logs; ++i) all_logs[static_cast<size_t>(i)] = i;
   for (;;) {
-    std::vector<int> logs_changed;
+    // The logs that changed, and those the last pass left unfinished.
+    std::vector<int> logs_changed = everything ? all_logs : follower.behind();
     bool notes_changed = everything, state_changed = everything;
     for (int id : changed) {
-      if (id < logs) logs_changed.push_back(id);
+      if (id < logs && std::find(logs_changed.begin(), logs_changed.end(), id) == logs_changed.end()) {
+        logs_changed.push_back(id);
+      }
       notes_changed = notes_changed || id == notes_id;
       state_changed = state_changed || id == state_id;
     }
-    if (everything) follower.drain();
     if (!logs_changed.empty() && follower.drain(logs_changed)) last_output = Clock::now();
     if (notes_changed) notes.drain();
     if (state_changed) {
@@ -131,7 +136,8 @@ FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& 
     }
     everything = false;
     if (result.state && is_final(result.state->verdict)) break;
-    live.tick();
+    // Held lines wait while output is still unread: it may hold their peers' copies.
+    if (follower.behind().empty()) live.tick();
     if (cancel.cancelled()) {
       result.interrupted = true;
       break;
@@ -166,7 +172,11 @@ FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& 
         unwatched_since = Clock::now() + 30s;
       }
     }
-    changed = watch->wait(Clock::now() - last_output < kBusyFor ? kBusyWake : kIdleWake);
+    // A job that prints faster than one pass reads: go on reading at once.
+    const auto wake = !follower.behind().empty()             ? 0ms
+                      : Clock::now() - last_output < kBusyFor ? kBusyWake
+                                                              : kIdleWake;
+    changed = watch->wait(std::chrono::duration_cast<std::chrono::milliseconds>(wake));
   }
   follower.finish();
   notes.drain();

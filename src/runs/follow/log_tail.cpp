@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,9 +14,27 @@
 #include "tpurun/fanout/fanout.hpp"
 
 namespace tpurun {
+namespace {
 
-LogTail::LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live)
-    : log_dir_(std::move(log_dir)), live_(live) {
+constexpr size_t kChunk = 64 * 1024;  // per log per round
+constexpr size_t kPassRounds = 4;      // per pass: 256 KiB of each log at most
+
+// What one call reads was on disk when it began: its lines share that time.
+class Pass {
+ public:
+  explicit Pass(LiveOutput& live, bool continues = false) : live_(live) { live_.begin_pass(continues); }
+  ~Pass() { live_.end_pass(); }
+  Pass(const Pass&) = delete;
+  Pass& operator=(const Pass&) = delete;
+
+ private:
+  LiveOutput& live_;
+};
+
+}  // namespace
+
+LogTail::LogTail(std::string log_dir, std::vector<Worker> workers, LiveOutput& live, size_t pass_bytes)
+    : log_dir_(std::move(log_dir)), live_(live), pass_bytes_(pass_bytes) {
   for (Worker& w : workers) tails_.push_back(Tail{w, worker_log_path(log_dir_, w.index), -1, 0, false});
 }
 
@@ -25,16 +44,16 @@ LogTail::~LogTail() {
   }
 }
 
-bool LogTail::drain_once(Tail& tail) {
+size_t LogTail::drain_once(Tail& tail) {
   if (tail.fd < 0) tail.fd = ::open(tail.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (tail.fd < 0) return false;  // not created yet
-  char buf[65536];
+  if (tail.fd < 0) return 0;  // not created yet
+  char buf[kChunk];
   const ssize_t n = ::pread(tail.fd, buf, sizeof buf, tail.offset);
   if (n == 0 && restarted(tail)) return drain_once(tail);
-  if (n <= 0) return false;
+  if (n <= 0) return 0;
   live_.sink(tail.worker.index).write(Stream::out, std::string_view(buf, static_cast<size_t>(n)));
   tail.offset += n;
-  return true;
+  return static_cast<size_t>(n);
 }
 
 // At the end of the file: was it truncated, or replaced, under us? Then, as
@@ -58,19 +77,39 @@ bool LogTail::restarted(Tail& tail) {
 }
 
 void LogTail::drain() {
+  Pass pass(live_);
+  drain_all();
+}
+
+void LogTail::drain_all() {
   for (bool any = true; any;) {
     any = false;
-    for (Tail& tail : tails_) any = drain_once(tail) || any;
+    for (Tail& tail : tails_) any = drain_once(tail) > 0 || any;
   }
 }
 
 bool LogTail::drain(const std::vector<int>& positions) {
+  Pass pass(live_, !behind_.empty());
+  // Round robin, every log in every round (one that was caught up may have
+  // grown since), so that no log gets far ahead of another: held lines wait
+  // for their copies in the others, within a bound of held text. At most
+  // kPassRounds rounds, and about pass_bytes_ in all.
+  const size_t most = std::max<size_t>(1, pass_bytes_ / (kChunk * std::max<size_t>(1, positions.size())));
+  const size_t rounds = std::min(kPassRounds, most);
   bool read = false;
-  for (bool any = true; any;) {
-    any = false;
-    for (int i : positions) any = drain_once(tails_.at(static_cast<size_t>(i))) || any;
+  std::vector<int> full;  // the logs whose last read was a whole chunk: they may have more
+  for (size_t round = 0; round < rounds; ++round) {
+    full.clear();
+    bool any = false;
+    for (int i : positions) {
+      const size_t n = drain_once(tails_.at(static_cast<size_t>(i)));
+      any = any || n > 0;
+      if (n == kChunk) full.push_back(i);
+    }
     read = read || any;
+    if (!any) break;
   }
+  behind_ = std::move(full);
   return read;
 }
 
@@ -84,14 +123,17 @@ void LogTail::ended(int worker_index, bool ok) {
   for (Tail& tail : tails_) {
     if (tail.worker.index != worker_index || tail.ended) continue;
     tail.ended = true;
-    drain();
+    Pass pass(live_);
+    while (drain_once(tail) > 0) {
+    }  // to its end: it grows no more (the others may, as fast as they like)
     live_.set_state(worker_index, ok ? WorkerRunState::exited : WorkerRunState::failed);
     live_.sink(worker_index).flush();
   }
 }
 
 void LogTail::finish() {
-  drain();
+  Pass pass(live_);
+  drain_all();
   live_.finish();
 }
 

@@ -143,6 +143,60 @@ TEST(LineCollapserTest, AJoinThatWouldReorderAWorkersLinesOpensANewGroup) {
   EXPECT_EQ(r.lines, (Lines{"out w0: A", "out w0-1: B", "out w0-1: A"}));
 }
 
+TEST(LineCollapserTest, LongBurstsFromEveryWorkerCollapseWhole) {
+  // Given three workers whose logs are read in long bursts (a follower
+  // catching up: 1000 lines of worker 0, then worker 1's, then worker 2's),
+  // each printing the same steps and every 10th step a line of its own,
+  Recorded r(3);
+  for (int w = 0; w < 3; ++w) {
+    for (int i = 0; i < 1000; ++i) {
+      r.add(w, "step " + std::to_string(i), 0);
+      if (i % 10 == 9) r.add(w, "w" + std::to_string(w) + " at " + std::to_string(i), 0);
+    }
+  }
+  r.collapser.flush_all();
+  // then every step is one line of all three, each in its place.
+  Lines want;
+  for (int i = 0; i < 1000; ++i) {
+    want.push_back("out w0-2: step " + std::to_string(i));
+    if (i % 10 == 9) {
+      for (int w = 0; w < 3; ++w) want.push_back("out w" + std::to_string(w) + ": w" + std::to_string(w) + " at " + std::to_string(i));
+    }
+  }
+  EXPECT_EQ(r.lines, want);
+}
+
+TEST(LineCollapserTest, AJoinAfterManyLinesOfItsOwnIsStillInOrder) {
+  Recorded r(2);
+  // Given worker 0 printing A then 500 lines of its own, and worker 1 500
+  // lines of its own then A,
+  r.add(0, "A", 0);
+  for (int i = 0; i < 500; ++i) r.add(0, "zero " + std::to_string(i), 0);
+  for (int i = 0; i < 500; ++i) r.add(1, "one " + std::to_string(i), 0);
+  r.add(1, "A", 0);
+  r.collapser.flush_all();
+  // then A is one line of both, after worker 1's own lines.
+  ASSERT_EQ(r.lines.size(), 1001u);
+  EXPECT_EQ(std::count(r.lines.begin(), r.lines.end(), "out w0-1: A"), 1);
+  EXPECT_EQ(std::find(r.lines.begin(), r.lines.end(), "out w0-1: A") - r.lines.begin(), 500);
+}
+
+TEST(LineCollapserTest, AJoinFarBehindThatWouldReorderOpensANewGroup) {
+  Recorded r(2);
+  // Given worker 0 printing A, 500 lines, B, and worker 1 printing B then A,
+  r.add(0, "A", 0);
+  for (int i = 0; i < 500; ++i) r.add(0, "zero " + std::to_string(i), 0);
+  r.add(0, "B", 0);
+  r.add(1, "B", 0);
+  r.add(1, "A", 0);
+  r.collapser.flush_all();
+  // then B is shared and worker 1's A comes after it, on its own.
+  ASSERT_EQ(r.lines.size(), 503u);
+  EXPECT_EQ(r.lines.front(), "out w0: A");
+  EXPECT_EQ(r.lines[501], "out w0-1: B");
+  EXPECT_EQ(r.lines[502], "out w1: A");
+}
+
 TEST(LineCollapserTest, RepeatedLinesOfOneWorkerAreNotMerged) {
   Recorded r(2);
   r.add(0, "waiting", 0);

@@ -97,6 +97,27 @@ TEST(LineSplitterTest, CutNeverSplitsAUtf8Character) {
   EXPECT_EQ(f.lines[0], std::string(LineSplitter::kMaxLine - 1, 'a') + std::string(LineSplitter::kCutNote));
 }
 
+TEST(LineSplitterTest, WhereTheDataIsCutChangesNoLine) {
+  // Given text with plain lines, redraws, empty lines and CRLF,
+  const std::string text = "first\n\nbar 1\rbar 2\rbar 3\nwin\r\n\r\nx\r\ry\n\rlast\rline";
+  Fed whole;
+  whole.feed(text);
+  whole.lines.push_back(whole.splitter.finish().value_or("-"));
+  ASSERT_EQ(whole.lines, (std::vector<std::string>{"first", "", "bar 3", "win", "", "y", "line"}));
+  // then the same lines come out when it arrives cut in two anywhere, or byte by byte.
+  for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+    Fed f;
+    f.feed(std::string_view(text).substr(0, cut));
+    f.feed(std::string_view(text).substr(cut));
+    f.lines.push_back(f.splitter.finish().value_or("-"));
+    EXPECT_EQ(f.lines, whole.lines) << "cut at " << cut;
+  }
+  Fed bytes;
+  for (char c : text) bytes.feed(std::string_view(&c, 1));
+  bytes.lines.push_back(bytes.splitter.finish().value_or("-"));
+  EXPECT_EQ(bytes.lines, whole.lines);
+}
+
 TEST(LineSplitterTest, EndlessRedrawsKeepMemoryBounded) {
   Fed f;
   // Given a progress bar that redraws a long state many times and never ends its line,

@@ -58,6 +58,55 @@ TEST(LiveOutputTest, HeldLinesArePrintedWhenTheWindowPassesOnTick) {
   EXPECT_EQ(slurp(l.out), "[w0 h0] only w0\n");
 }
 
+TEST(LiveOutputTest, LinesOfAPassShareItsTimeHoweverLongReadingTakes) {
+  // Given a pass over logs already written, where w0 printed "x" and w1
+  // printed "y" then "x", read so slowly that the window passes in between,
+  Live l(3);
+  l.live->begin_pass();
+  l.write(0, "x\n");
+  l.ms = 800;
+  l.write(1, "y\nx\n");
+  l.write(2, "x\n");
+  l.live->end_pass();
+  l.live->finish();
+  // then how slowly they were read does not split "x" (it would, unpassed).
+  EXPECT_EQ(slurp(l.out), "[w1 h1] y\n[w0-2] x\n");
+}
+
+TEST(LiveOutputTest, ATickAfterAPassCountsTimeOnlyUpToThePassesStart) {
+  Live l(2);
+  // Given a pass that read w0's "x" and took 800 ms,
+  l.live->begin_pass();
+  l.write(0, "x\n");
+  l.ms = 800;
+  l.live->end_pass();
+  // then the tick after it does not let "x" go: w1's copy may have been
+  // written while the pass read;
+  l.live->tick();
+  EXPECT_EQ(slurp(l.out), "");
+  // the next pass finds it.
+  l.live->begin_pass();
+  l.write(1, "x\n");
+  l.live->end_pass();
+  EXPECT_EQ(slurp(l.out), "[w0-1] x\n");
+  // With nothing read since, ticks count the clock's time again.
+  l.write(0, "alone\n");
+  l.live->tick();
+  l.ms = 1400;
+  l.live->tick();
+  EXPECT_EQ(slurp(l.out), "[w0-1] x\n[w0 h0] alone\n");
+}
+
+TEST(LiveOutputTest, OutsideAPassTheClockRuns) {
+  Live l(3);
+  l.write(0, "x\n");
+  l.ms = 800;
+  l.write(1, "y\nx\n");
+  l.write(2, "x\n");
+  l.live->finish();
+  EXPECT_EQ(slurp(l.out), "[w0 h0] x\n[w1 h1] y\n[w1-2] x\n");
+}
+
 TEST(LiveOutputTest, RawPrintsEveryLineAsItComes) {
   Live l(2, /*collapse=*/false);
   EXPECT_FALSE(l.live->collapsing());

@@ -1,6 +1,7 @@
 #include "tpurun/fanout/printer.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <string>
@@ -59,6 +60,51 @@ TEST(LinePrinterTest, ProgressIsCutToTheTerminalWidth) {
   printer.progress(std::string(200, 'p'));
   EXPECT_EQ(slurp(err), "\r\033[K" + std::string(79, 'p'));
   std::fclose(err);
+}
+
+// What reached the file itself, not what waits in the FILE's buffer.
+std::string written(std::FILE* f) {
+  std::string text(4096, '\0');
+  const ssize_t n = ::pread(fileno(f), text.data(), text.size(), 0);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return text;
+}
+
+TEST(LinePrinterTest, ABatchWritesItsStdoutLinesWhenItEnds) {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  LinePrinter printer(out, err, false, false);
+  printer.begin_batch();
+  printer.worker_line(Worker{0, "h", 22}, Stream::out, "one");
+  printer.labelled_line("w0-1", Stream::out, "two");
+  EXPECT_EQ(written(out), "");
+  printer.end_batch();
+  EXPECT_EQ(written(out), "[w0 h] one\n[w0-1] two\n");
+  // Outside a batch, every line is written at once.
+  printer.worker_line(3, "w3 h3", Stream::out, "three");
+  EXPECT_EQ(written(out), "[w0 h] one\n[w0-1] two\n[w3 h3] three\n");
+  std::fclose(out);
+  std::fclose(err);
+}
+
+TEST(LinePrinterTest, StderrInABatchComesAfterTheStdoutLinesBeforeIt) {
+  // Given stdout and stderr going to one file (2>&1),
+  std::FILE* file = std::tmpfile();
+  std::FILE* out = fdopen(::dup(fileno(file)), "w");
+  std::FILE* err = fdopen(::dup(fileno(file)), "w");
+  std::setvbuf(err, nullptr, _IONBF, 0);
+  LinePrinter printer(out, err, false, false);
+  printer.begin_batch();
+  printer.labelled_line("w0-1", Stream::out, "a");
+  printer.labelled_line("w0-1", Stream::err, "b");
+  printer.note("c");
+  printer.labelled_line("w0-1", Stream::out, "d");
+  printer.end_batch();
+  // then the lines are in the order they were printed.
+  EXPECT_EQ(written(file), "[w0-1] a\n[w0-1] b\ntpurun: c\n[w0-1] d\n");
+  std::fclose(out);
+  std::fclose(err);
+  std::fclose(file);
 }
 
 TEST(PrefixedSinkTest, RedrawsReachTheCallbackAndOnlyTheFinalStateIsPrinted) {
