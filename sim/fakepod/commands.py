@@ -180,7 +180,7 @@ def cmd_up(args):
     os.chmod(env.state, 0o755)
     os.makedirs(env.path("bin"), mode=0o755, exist_ok=True)
     nfs_mode, nfs_options, nfs_client = nfs_request()
-    if nfs_mode == "bind" and (nfsmode.host_mounts(env) or nfsmode.host_daemon(env)):
+    if nfs_mode != "fuse" and (nfsmode.host_mounts(env) or nfsmode.host_daemon(env)):
         nfsmode.unmount_host(env)  # it was in NFS mode
     nfsmode.write_settings(env, nfs_mode, nfs_options, nfs_client)
     nfsmode.make_roots(env, nfs_mode)
@@ -257,7 +257,8 @@ def nfs_request():
     """FAKEPOD_NFS_MODE, FAKEPOD_NFS_OPTIONS and FAKENFS_CLIENT, as `up` reads them."""
     mode = os.environ.get("FAKEPOD_NFS_MODE") or "bind"
     if mode not in nfsmode.MODES:
-        die("FAKEPOD_NFS_MODE must be bind (a plain shared dir) or fuse (NFS-like client mounts), not %r" % mode, 2)
+        die("FAKEPOD_NFS_MODE must be bind (a plain shared dir), fuse (NFS-like client mounts) or none (no shared "
+            "mount: each VM only its own disk), not %r" % mode, 2)
     if mode == "fuse":
         if not os.path.exists("/dev/fuse"):
             die("FAKEPOD_NFS_MODE=fuse needs /dev/fuse", 2)

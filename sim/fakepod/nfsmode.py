@@ -23,7 +23,9 @@ import time
 
 from . import procs
 
-MODES = ("bind", "fuse")
+# none: no shared mount at all (the workers keep their own disks; tpurun
+# copies code to each and mirrors logs back): the pod config has no roots.
+MODES = ("bind", "fuse", "none")
 FSTYPE = "fuse.simnfs"
 
 

@@ -30,7 +30,7 @@ import time
 import traceback
 import urllib.parse
 
-from . import api, capacity, cloud, config, control, host, netns, procs, queued, workers
+from . import api, capacity, cloud, config, control, host, netns, nfsmode, procs, queued, workers
 from .cloud import ApiError, Node
 
 DEFAULT_DELAYS = {"create": 0.3, "delete": 0.2, "stop": 0.2, "start": 0.2, "update": 0.1}
@@ -656,7 +656,8 @@ class Cloud:
                 except FileNotFoundError:
                     pass
             for i in range(0, len(todo), 64):
-                self.boot(d, todo[i:i + 64], setup_done=True)
+                # No shared mount (FAKEPOD_NFS_MODE=none): nothing in fstab mounts it.
+                self.boot(d, todo[i:i + 64], setup_done=nfsmode.recorded_mode(env) != "none")
             # A worker a fault left blackholed or partitioned: back to normal.
             for s in want:
                 if s not in todo and self.netns_on():
@@ -712,8 +713,9 @@ class Cloud:
   "pods": { "sim": { "workers": [%s],
                      "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts",
                               "host_key_policy": "accept-new", "connect_timeout_s": 5 },
-                     "staging_root": "%s/staging", "logs_root": "%s/logs" } } }
-""" % (ips, env.nfs, env.nfs))
+                     %s } } }
+""" % (ips, '"local_root": "~/.tpurun"' if nfsmode.recorded_mode(env) == "none"
+       else '"staging_root": "%s/staging", "logs_root": "%s/logs"' % (env.nfs, env.nfs)))
         procs.write_file(env.path("gcloud-describe.json"), json.dumps(d.to_api(env), indent=2) + "\n")
         procs.write_file(env.path("hostnames"), ",".join(env.ip(s) for s in d.slots) + "\n")
         procs.write_file(env.path("workers"), "%d\n" % len(d.slots))

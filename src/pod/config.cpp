@@ -26,7 +26,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {"default_pod", "pods", "board"};
 const std::vector<std::string> kBoardGcloudKeys = {"project", "zones", "internal_ip", "ssh"};
 const std::vector<std::string> kPodKeys = {
-    "workers", "gcloud", "ssh", "staging_root", "logs_root", "device_globs", "stage_size_limit",
+    "workers", "gcloud", "ssh", "staging_root", "logs_root", "local_root", "device_globs", "stage_size_limit",
     "slices", "megascale_port", "setup"};
 const std::vector<std::string> kSshKeys = {"user", "identity_file", "known_hosts",
                                            "host_key_policy", "connect_timeout_s"};
@@ -142,6 +142,44 @@ std::string read_remote_dir(const ConfigNode& node) {
   return dir;
 }
 
+}  // namespace
+
+void set_local_roots(PodConfig& pod, const std::string& root, const Environment& env) {
+  pod.shared_mount = false;
+  pod.worker_root = root;
+  const std::string here = expand_home(root, env);
+  pod.staging_root = here + "/staging";
+  pod.logs_root = here + "/logs";
+}
+
+namespace {
+
+// "staging_root" and "logs_root" on a shared mount; neither: no shared mount,
+// code and logs on each worker's own disk under "local_root" (docs/config.md).
+void read_roots(const ConfigNode& node, const Environment& env, PodConfig& pod) {
+  auto staging = node.get("staging_root");
+  auto logs = node.get("logs_root");
+  auto local = node.get("local_root");
+  if (staging && logs) {
+    if (local) local->fail("\"local_root\" is for a pod with no shared mount; this one has staging_root and logs_root");
+    pod.staging_root = read_remote_dir(*staging);
+    pod.logs_root = read_remote_dir(*logs);
+    return;
+  }
+  if (staging || logs) {
+    (staging ? *staging : *logs)
+        .fail("give both staging_root and logs_root (dirs on a shared mount), or neither (code and logs then stay on "
+              "each worker's own disk, under \"local_root\")");
+  }
+  std::string root = kDefaultLocalRoot;
+  if (local) {
+    root = local->as_nonempty_string();
+    if (root.front() != '/' && !root.starts_with("~/")) local->fail("must be an absolute path or start with ~/");
+    while (root.size() > 2 && root.back() == '/') root.pop_back();
+  }
+  set_local_roots(pod, root, env);
+}
+
 std::vector<std::string> read_device_globs(const ConfigNode& node) {
   std::vector<std::string> globs;
   for (const ConfigNode& item : node.elements()) {
@@ -203,8 +241,7 @@ PodConfig read_pod(const std::string& name, const ConfigNode& node, const std::s
   if (workers) pod.workers = read_workers(*workers);
   if (gcloud) pod.gcloud = read_gcloud(*gcloud);
   if (auto ssh = node.get("ssh")) read_ssh(*ssh, env, pod.ssh);
-  pod.staging_root = read_remote_dir(node.require("staging_root"));
-  pod.logs_root = read_remote_dir(node.require("logs_root"));
+  read_roots(node, env, pod);
   if (auto globs = node.get("device_globs")) pod.device_globs = read_device_globs(*globs);
   if (auto limit = node.get("stage_size_limit")) pod.stage_size_limit = read_byte_size(*limit);
   if (auto setup = node.get("setup")) pod.setup_script = read_setup_script(*setup, config_path, env);

@@ -91,12 +91,16 @@ PodConfig slice_list_pod(const ConfigFile& config, const PodChoice& requested) {
   return make_slices_pod(requested.name, names, config.pods);
 }
 
+// This host alone: code and logs on its own disk (~/.tpurun), which is its
+// one worker's disk too, so nothing is copied anywhere.
 PodConfig local_pod(const Environment& env) {
   PodConfig pod;
   pod.name = "local";
   pod.local = true;
   pod.workers = {Worker{0, "localhost", 22, "", -1, 0}};
   pod.ssh = default_ssh_settings(false, env);
+  set_local_roots(pod, kDefaultLocalRoot, env);
+  pod.shared_mount = true;  // the worker is this host
   return pod;
 }
 

@@ -32,6 +32,7 @@ std::string mismatch(const PodConfig& a, const PodConfig& b) {
   };
   if (a.staging_root != b.staging_root) return differ("staging_root", a.staging_root, b.staging_root);
   if (a.logs_root != b.logs_root) return differ("logs_root", a.logs_root, b.logs_root);
+  if (a.worker_root != b.worker_root) return differ("local_root", a.worker_root, b.worker_root);
   if (std::string field = ssh_difference(a.ssh, b.ssh); !field.empty()) {
     return fmt::format("slices '{}' and '{}' have different {}: tpurun reaches every worker of a run the same way, "
                        "so give the slices the same \"ssh\" settings",
@@ -100,6 +101,8 @@ PodConfig make_slices_pod(const std::string& name, const std::vector<std::string
   pod.ssh = first.ssh;
   pod.staging_root = first.staging_root;
   pod.logs_root = first.logs_root;
+  pod.shared_mount = first.shared_mount;
+  pod.worker_root = first.worker_root;
   pod.device_globs = first.device_globs;
   pod.stage_size_limit = first.stage_size_limit;
   for (const std::string& slice : names) {

@@ -114,9 +114,10 @@ assert_contains "$OUT" "[w3 $(worker_ip 3)] would remove /tmp/libtpu_lockfile"
 assert_contains "$OUT" "[w1 $(worker_ip 1)] not yours, not signalled: bob"
 expect_exit 0 tpurun_as alice kill --dry-run --force --worker 5
 assert_contains "$OUT" "$bob5"
-# --run keeps to one run: nothing of alice's on w6 belongs to run "nope".
+# --run names a run of yours: one that does not exist is a mistake, and
+# nothing is signalled.
 expect_exit 1 tpurun_as alice kill --worker 6 --run nope --grace 1s
-assert_contains "$OUT" "yours but not in run nope, not signalled"
+assert_contains "$ERR" "no run 'nope' of alice"
 for pid in $alice2_all; do assert_alive 2 "$pid" "alice's w2 process $pid after the dry run"; done
 assert_alive 4 "$alice4"; assert_alive 6 "$alice6"
 assert_alive 1 "$bob1"; assert_alive 5 "$bob5"

@@ -84,6 +84,10 @@ struct PodRequest {
 // gcloud's own stderr).
 PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRunner& runner);
 
+// A pod with no shared mount, its roots under `root` ("~/.tpurun" or an
+// absolute path): on the workers as given, here with ~ expanded.
+void set_local_roots(PodConfig& pod, const std::string& root, const Environment& env);
+
 // Workers from the JSON printed by `gcloud compute tpus tpu-vm describe --format=json`.
 // Throws std::runtime_error on malformed input.
 std::vector<Worker> parse_gcloud_describe(const std::string& json_text, bool internal_ip);

@@ -44,14 +44,21 @@ struct Slice {
 };
 
 constexpr int kDefaultMegascalePort = 8080;
+inline constexpr const char* kDefaultLocalRoot = "~/.tpurun";
 
 struct PodConfig {
   std::string name;
   std::vector<Worker> workers;  // empty until resolved for gcloud pods
   std::optional<GcloudSpec> gcloud;
   SshSettings ssh;
-  std::string staging_root;  // shared (NFS) dir for code snapshots
-  std::string logs_root;     // shared (NFS) dir for run logs
+  std::string staging_root;  // shared (NFS) dir for code snapshots; this host's own without a shared mount
+  std::string logs_root;     // shared (NFS) dir for run logs; this host's own without a shared mount
+  // No shared mount (a pod without staging_root and logs_root): every worker
+  // keeps code and logs on its own disk under worker_root ("~/.tpurun": the
+  // remote user's home), and this host keeps its copies under the same root
+  // here (staging_root, logs_root). docs/config.md, docs/runs.md.
+  bool shared_mount = true;
+  std::string worker_root;
   // Device files whose open handles mean "this process uses the TPU".
   std::vector<std::string> device_globs = {"/dev/accel*", "/dev/vfio/[0-9]*"};
   std::uint64_t stage_size_limit = 1ull << 30;  // bytes

@@ -55,6 +55,17 @@ struct GitInfo {
   std::string diff;    // `git diff HEAD` (uncommitted changes, staged or not)
 };
 
+// One file of a snapshot, as a worker without the shared mount rebuilds it
+// (staging/push.hpp): its object in the store, or a symlink's target.
+struct SnapshotEntry {
+  std::string path;  // relative, '/'-separated
+  bool symlink = false;
+  bool executable = false;
+  std::uint64_t size = 0;
+  std::string object;       // "ab/cdef...[.x]" in the object store; "" for a symlink
+  std::string link_target;  // symlinks only
+};
+
 struct StagedSnapshot {
   std::string dir;        // final absolute path, read-only
   std::string name;       // e.g. 240419000859-u1fe8t-2df5ac0-code
@@ -67,6 +78,7 @@ struct StagedSnapshot {
   std::vector<std::string> notes;  // what was skipped and why (submodules, special files, cache trouble)
   bool reused = false;             // an existing snapshot of the same tree (nothing written)
   bool adoption_pending = false;   // its new files are listed in adopt_dir, not yet stored
+  std::vector<SnapshotEntry> entries;  // every file, in the order listed
 };
 
 struct StageError {

@@ -218,4 +218,16 @@ void Reservations::stop_keepalive() {
   if (keepalive_.joinable()) keepalive_.join();
 }
 
+bool Reservations::with_connection_kept(
+    size_t position, const std::function<void(Connection&, const std::function<void()>& keepalive)>& fn) {
+  Slot& slot = *slots_.at(position);
+  std::lock_guard lock(slot.mutex);
+  if (!slot.connection) return false;
+  const std::function<void()> keepalive = [&slot] {
+    if (slot.stream) slot.stream->write("wait\n");
+  };
+  fn(*slot.connection, keepalive);
+  return true;
+}
+
 }  // namespace tpurun

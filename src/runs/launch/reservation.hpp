@@ -105,6 +105,10 @@ class Reservations {
   // Runs `fn` on the reserved worker's connection (its reservation keeps
   // anyone else from starting there meanwhile). False when it has none.
   bool with_connection(size_t position, const std::function<void(Connection&)>& fn);
+  // The same, for long work: `keepalive()` tells the worker's script that the
+  // stage is still there (call it at least every minute).
+  bool with_connection_kept(size_t position,
+                            const std::function<void(Connection&, const std::function<void()>& keepalive)>& fn);
 
  private:
   struct Slot;

@@ -148,6 +148,7 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
                      {"gang", {{"on_failure", r.on_failure}, {"restarts", r.restarts},
                                {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms},
                                {"stall_after_ms", r.stall_after_ms}, {"on_stall", r.on_stall}}}};
+  if (!r.worker_log_dir.empty()) doc["on_workers"] = {{"staged_dir", r.worker_staged_dir}, {"log_dir", r.worker_log_dir}};
   if (!r.restart_on_exit_codes.empty()) doc["gang"]["restart_on_exit_codes"] = r.restart_on_exit_codes;
   if (r.recreate) doc["gang"].update({{"recreate", true}, {"max_preemptions", r.max_preemptions}});
   if (r.megascale) {
@@ -187,6 +188,10 @@ RunRecord read_run_record(const std::string& log_dir) {
     r.tags = doc.value("tags", std::vector<std::string>{});
     r.staged_dir = doc.value("staged_dir", "");
     r.log_dir = log_dir;
+    if (doc.contains("on_workers") && doc["on_workers"].is_object()) {
+      r.worker_staged_dir = doc["on_workers"].value("staged_dir", "");
+      r.worker_log_dir = doc["on_workers"].value("log_dir", "");
+    }
     if (doc.contains("git")) {
       r.git_sha = doc["git"].value("sha", "");
       r.git_branch = doc["git"].value("branch", "");

@@ -37,14 +37,18 @@ namespace {
 
 void require_roots(const PodConfig& pod) {
   if (pod.staging_root.empty() || pod.logs_root.empty()) {
-    throw UsageError(fmt::format("pod '{}' needs staging_root and logs_root (directories on the shared NFS mount "
-                                 "that every worker sees); see docs/config.md", pod.name));
+    throw UsageError(fmt::format("pod '{}' has no staging_root and logs_root, and no local_root either; see "
+                                 "docs/config.md", pod.name));
   }
 }
 
 // --recreate needs a TPU VM that tpurun describes and can create again as it was.
 void check_recreate(const PodConfig& pod) {
   const std::string head = fmt::format("--recreate: pod '{}'", pod.name);
+  if (!pod.shared_mount) {
+    throw UsageError(head + " has no shared mount: a recreated TPU VM's disk would have neither the snapshot nor "
+                            "the run's logs; tpurun recreates TPU VMs of pods with a shared mount only (docs/runs.md)");
+  }
   if (!pod.slices.empty()) {
     throw UsageError(head + " is a multi-slice pod; tpurun recreates the TPU VM of a single gcloud pod only "
                             "(see docs/runs.md)");

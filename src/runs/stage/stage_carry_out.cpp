@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "runs/launch/reservation.hpp"
 #include "runs/record/log_dir_layout.hpp"
 #include "runs/stage/preflight.hpp"
+#include "runs/stage/stage_push.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/stage/job_env.hpp"
 #include "tpurun/runs/stage/multislice_plan.hpp"
@@ -196,6 +198,20 @@ void record_cancelled(const RunRecord& record) {
 StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   const StageRequest& r = plan.request;
   const PodConfig& pod = plan.target.pod;
+  // Roots on this host's own disk (no shared mount, or the local pod): made
+  // here, private to the user, on the first stage.
+  if (!pod.shared_mount || pod.local) {
+    for (const std::string& dir : {pod.staging_root, pod.logs_root}) {
+      const std::string top = std::filesystem::path(dir).parent_path().string();
+      std::error_code ec;
+      if (!std::filesystem::exists(top)) {
+        std::filesystem::create_directories(top, ec);
+        if (!ec) ::chmod(top.c_str(), 0700);
+      }
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, ec.message()));
+    }
+  }
   // A squatted logs dir stops the run before anything is snapshotted.
   if (auto logs = open_own_path(pod.logs_root, {plan.user}, Create::if_missing); !logs && logs.error().unsafe()) {
     throw UnsafeDirError(logs.error());
@@ -241,8 +257,12 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
                              human_size(run.staged.bytes_reused), run.staged.dir));
   }
   if (ctx.cancel.cancelled()) throw Interrupted(interrupted_by() + " before the launch; nothing was started");
+  PushedRun pushed;  // no shared mount: the workers' own copies
+  if (!pod.shared_mount) pushed = push_to_workers(plan, run.staged, run_id, *reservations, printer, ctx.cancel);
 
   run.record = make_record(plan, run.staged, run_id);
+  run.record.worker_staged_dir = pushed.staged_dir;
+  run.record.worker_log_dir = pushed.log_dir;
   write_run_record(run.record, run.staged.git.diff);
   keep_for_recreate(plan, run.record);
   if (r.recreate && pod.setup_script.empty()) {
@@ -262,7 +282,7 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   // killed while launching. From here on the launch goes through: the
   // workers are launched together, and Ctrl-C only detaches afterwards.
   run.watcher_pid = start_watcher(run.record, ctx);
-  LaunchSpec spec{run.record.run_id, run.record.log_dir, run.staged.dir, r.argv, r.env,
+  LaunchSpec spec{run.record.run_id, workers_log_dir(run.record), workers_staged_dir(run.record), r.argv, r.env,
                   static_cast<int>(pod.workers.size()), 1, 1 + r.restarts, plan.slices};
   run.launched = reservations->launch(spec);
   for (const WorkerOutcome& launch : run.launched.outcomes) {

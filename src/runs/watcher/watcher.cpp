@@ -72,6 +72,9 @@ Watcher::Watcher(const WatcherSetup& setup, Transport& transport, ProcessRunner&
       stall_(setup.record, setup.pod.logs_root, transport, setup.fanout,
              [this](const std::string& text) { say(text); }) {
   if (auto earlier = read_run_state(setup.record.log_dir)) monitor_.resume(earlier->preemptions);
+  if (!setup.record.worker_log_dir.empty()) {
+    mirror_ = std::make_unique<LogMirror>(workers_, transport, setup.record.worker_log_dir, setup.record.log_dir);
+  }
 }
 
 int Watcher::run() {
@@ -80,6 +83,7 @@ int Watcher::run() {
                   setup_.record.lost_after_ms / 1000));
   auto prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
   stall_.start(workers_);
+  if (mirror_) mirror_->start();
   make_spare();
   save(true);
   for (;;) {
@@ -187,7 +191,9 @@ std::vector<WorkerSample> Watcher::sample(LivenessProber& prober) {
       if (it->second.exit_code) s.exit_code = it->second.exit_code;
     }
     if (auto it = launch_failures_.find(w.index); it != launch_failures_.end()) s.never_started = it->second;
-    if (job.pid && !s.exit_code) to_probe[w.index] = {*job.pid, job_file(setup_.record.log_dir, w.index, attempt, "exit")};
+    if (job.pid && !s.exit_code) {
+      to_probe[w.index] = {*job.pid, job_file(workers_log_dir(setup_.record), w.index, attempt, "exit")};
+    }
     samples.push_back(s);
   }
   prober.set_jobs(std::move(to_probe));
@@ -231,6 +237,7 @@ int Watcher::finish() {
       preempted();
     }
   }
+  if (mirror_) mirror_->finish();  // the last of every worker's output, before the verdict is written
   monitor_.give_up();
   stall_.clear();
   const RunState& s = monitor_.state();

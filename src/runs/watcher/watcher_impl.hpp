@@ -9,6 +9,7 @@
 
 #include "runs/recreate/preemption_recovery.hpp"
 #include "runs/watcher/gang.hpp"
+#include "runs/watcher/log_mirror.hpp"
 #include "runs/watcher/stall_watch.hpp"
 #include "tpurun/runs/launch/launch.hpp"
 #include "tpurun/runs/watcher/liveness.hpp"
@@ -66,6 +67,8 @@ class Watcher {
 
   const WatcherSetup& setup_;
   Transport& transport_;
+  // No shared mount: the workers' files of the run, copied here as they grow.
+  std::unique_ptr<LogMirror> mirror_;
   ProcessRunner& processes_;
   const CancelToken& cancel_;
   GangMonitor monitor_;

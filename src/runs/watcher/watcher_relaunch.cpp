@@ -82,7 +82,8 @@ bool Watcher::relaunch(std::unique_ptr<LivenessProber>& prober) {
 }
 
 LaunchSpec Watcher::attempt_spec(int attempt) const {
-  LaunchSpec spec{setup_.record.run_id, setup_.record.log_dir, setup_.record.staged_dir, setup_.record.command,
+  LaunchSpec spec{setup_.record.run_id, workers_log_dir(setup_.record), workers_staged_dir(setup_.record),
+                  setup_.record.command,
                   setup_.env, static_cast<int>(setup_.pod.workers.size()), attempt,
                   monitor_.state().max_attempts, std::nullopt};
   if (spec.num_workers == 0) spec.num_workers = static_cast<int>(setup_.record.workers.size());

@@ -111,12 +111,21 @@ TEST_F(ConfigErrorsTest, PodNeedsExactlyOneOfWorkersAndGcloud) {
 }
 
 TEST_F(ConfigErrorsTest, MissingRequiredKeysPointAtTheirObject) {
-  EXPECT_EQ(error("{\"pods\": {\n\"sim\": {\"workers\": [\"a\"], \"logs_root\": \"/l\"}}}"),
-            "tpurun.json:2: pods.sim: missing required key \"staging_root\"");
+  EXPECT_THAT(error("{\"pods\": {\n\"sim\": {\"workers\": [\"a\"],\n \"logs_root\": \"/l\"}}}"),
+              HasSubstr("tpurun.json:3: pods.sim.logs_root: give both staging_root and logs_root"));
   EXPECT_EQ(error(gcloud_pod("{\"name\": \"n\"}")),
             "tpurun.json:4: pods.v4.gcloud: missing required key \"zone\"");
   EXPECT_EQ(error("{}"), "tpurun.json:1: missing required key \"pods\"");
   EXPECT_EQ(error("{\"pods\": {}}"), "tpurun.json:1: pods: no pods defined");
+}
+
+TEST_F(ConfigErrorsTest, APodWithNoRootsKeepsCodeAndLogsOnEachWorker) {
+  // No shared mount: the roots are under local_root, ~/.tpurun by default.
+  EXPECT_THAT(error("{\"pods\": {\"sim\": {\"workers\": [\"a\"],\n \"local_root\": \"rel\"}}}"),
+              HasSubstr("tpurun.json:2: pods.sim.local_root: must be an absolute path or start with ~/"));
+  EXPECT_THAT(error("{\"pods\": {\"sim\": {\"workers\": [\"a\"], \"staging_root\": \"/s\",\n"
+                    " \"logs_root\": \"/l\",\n \"local_root\": \"/x\"}}}"),
+              HasSubstr("tpurun.json:3: pods.sim.local_root: \"local_root\" is for a pod with no shared mount"));
 }
 
 TEST_F(ConfigErrorsTest, BadPolicyListsTheChoices) {

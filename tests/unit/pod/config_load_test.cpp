@@ -95,6 +95,26 @@ TEST_F(ConfigLoadTest, NoConfigAndNoPodMeansTheLocalPod) {
   EXPECT_EQ(pod.workers[0].host, "localhost");
   EXPECT_EQ(pod.ssh.user, "alice");
   EXPECT_TRUE(runner_.calls.empty());
+  // and code and logs stay on this host's own disk (it is the worker too)
+  EXPECT_EQ(pod.staging_root, temp_.path() + "/home/.tpurun/staging");
+  EXPECT_EQ(pod.logs_root, temp_.path() + "/home/.tpurun/logs");
+  EXPECT_TRUE(pod.shared_mount);
+}
+
+TEST_F(ConfigLoadTest, APodWithoutRootsHasNoSharedMount) {
+  temp_.write("tpurun.json", "{\"pods\": {\"a\": {\"workers\": [\"10.0.0.1\", \"10.0.0.2\"]},\n"
+                             "\"b\": {\"workers\": [\"10.0.0.3\"], \"local_root\": \"/mnt/disk/tpurun\"}}}");
+  PodRequest request;
+  request.pod = "a";
+  PodConfig a = load_pod(request, env_, runner_);
+  EXPECT_FALSE(a.shared_mount);
+  EXPECT_EQ(a.worker_root, "~/.tpurun");  // on each worker, in the remote user's home
+  EXPECT_EQ(a.staging_root, temp_.path() + "/home/.tpurun/staging");  // here, this host's copies
+  EXPECT_EQ(a.logs_root, temp_.path() + "/home/.tpurun/logs");
+  request.pod = "b";
+  PodConfig b = load_pod(request, env_, runner_);
+  EXPECT_EQ(b.worker_root, "/mnt/disk/tpurun");
+  EXPECT_EQ(b.logs_root, "/mnt/disk/tpurun/logs");
 }
 
 TEST_F(ConfigLoadTest, PodRequestedWithoutConfigSaysWhereItLooked) {

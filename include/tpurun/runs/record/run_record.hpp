@@ -29,6 +29,11 @@ struct RunRecord {
   std::vector<std::string> tags;
   std::string staged_dir;
   std::string log_dir;
+  // No shared mount: where the snapshot and the jobs' logs are on the
+  // workers' own disks (the watcher mirrors the logs into log_dir). Empty on
+  // a shared mount, where the workers see staged_dir and log_dir themselves.
+  std::string worker_staged_dir;
+  std::string worker_log_dir;
   std::string git_sha;
   std::string git_branch;
   bool git_dirty = false;
@@ -49,6 +54,14 @@ struct RunRecord {
   long long stall_after_ms = 30 * 60 * 1000;
   std::string on_stall = "report";  // report | stop | restart
 };
+
+// Where the workers see the run: worker_* when set, else the shared dirs.
+inline const std::string& workers_log_dir(const RunRecord& r) {
+  return r.worker_log_dir.empty() ? r.log_dir : r.worker_log_dir;
+}
+inline const std::string& workers_staged_dir(const RunRecord& r) {
+  return r.worker_staged_dir.empty() ? r.staged_dir : r.worker_staged_dir;
+}
 
 // "lr=0.1" -> "lr0.1"; anything outside [A-Za-z0-9.-] becomes '-'.
 std::string tag_slug(const std::string& tag);

@@ -1,0 +1,72 @@
+#include "runs/stage/stage_push.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "tpurun/fanout/fanout.hpp"
+#include "tpurun/staging/push.hpp"
+#include "tpurun/util/duration.hpp"
+#include "tpurun/util/text.hpp"
+
+namespace tpurun {
+
+PushedRun push_to_workers(const StagePlan& plan, const StagedSnapshot& staged, const std::string& run_id,
+                          Reservations& reservations, LinePrinter& printer, const CancelToken& cancel) {
+  const PodConfig& pod = plan.target.pod;
+  const PushTarget target{pod.worker_root + "/staging", pod.worker_root + "/logs", plan.user, plan.project, run_id};
+  const auto& workers = reservations.workers();
+  std::vector<Result<PushResult, std::string>> results(workers.size(), unexpected(std::string("not reserved")));
+  std::atomic<size_t> done{0};
+  std::atomic<std::uint64_t> sent{0};
+  std::mutex progress;
+  run_parallel(workers.size(), plan.request.fanout, [&](size_t i) {
+    reservations.with_connection_kept(i, [&](Connection& connection, const std::function<void()>& keepalive) {
+      results[i] = push_snapshot(connection, staged, target, cancel, keepalive);
+    });
+    if (results[i]) sent += results[i]->bytes_sent;
+    ++done;
+    std::lock_guard lock(progress);
+    printer.progress(fmt::format("copying the snapshot to the workers: {}/{}, {} sent", done.load(), workers.size(),
+                                 human_size(sent.load())));
+  });
+  printer.clear_progress();
+  std::vector<std::string> failed;
+  size_t had = 0;
+  std::uint64_t objects = 0;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (!results[i]) {
+      failed.push_back(fmt::format("  {}: {}", workers[i].worker.display(), results[i].error()));
+      continue;
+    }
+    had += results[i]->had ? 1 : 0;
+    objects += results[i]->objects_sent;
+  }
+  if (cancel.cancelled()) throw Interrupted(interrupted_by() + " while copying the snapshot; nothing was started");
+  if (!failed.empty()) {
+    throw std::runtime_error(fmt::format("the snapshot did not reach {} (no shared mount: each worker keeps its own "
+                                         "copy); nothing was started:\n{}",
+                                         count_of(failed.size(), "worker"), fmt::join(failed, "\n")));
+  }
+  PushedRun pushed{results[0]->staged_dir, results[0]->log_dir};
+  for (size_t i = 1; i < workers.size(); ++i) {
+    if (results[i]->staged_dir != pushed.staged_dir || results[i]->log_dir != pushed.log_dir) {
+      throw std::runtime_error(fmt::format(
+          "{} keeps the run under {}, {} under {}: tpurun needs the same home on every worker (set \"local_root\" "
+          "to an absolute path); nothing was started",
+          workers[0].worker.display(), pushed.log_dir, workers[i].worker.display(), results[i]->log_dir));
+    }
+  }
+  if (had == workers.size()) {
+    printer.note(fmt::format("every worker had snapshot {} (no shared mount: nothing sent)", staged.name));
+  } else {
+    printer.note(fmt::format("snapshot {} → {} (no shared mount): sent {} ({}) they lacked{}", staged.name,
+                             count_of(workers.size() - had, "worker"), count_of(objects, "file"),
+                             human_size(sent.load()), had > 0 ? fmt::format("; {} had it already", had) : ""));
+  }
+  return pushed;
+}
+
+}  // namespace tpurun

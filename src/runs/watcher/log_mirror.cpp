@@ -1,0 +1,233 @@
+#include "runs/watcher/log_mirror.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/util/atomic_file.hpp"
+#include "tpurun/util/unique_fd.hpp"
+
+namespace tpurun {
+namespace {
+
+// The worker's side: python3 (on every TPU VM image), nothing installed.
+// Files of at most 4 KiB that are not logs (exit and pid records, written by
+// rename) are sent whole when they change; the rest as what was appended.
+constexpr const char* kProgram = R"PY(
+import os, select, stat, sys, time
+d = sys.argv[1]
+sent = {}
+for a in sys.argv[2:]:
+    p, _, o = a.rpartition("=")
+    sent[p] = int(o)
+seen = {}
+out = sys.stdout.buffer
+def frame(kind, rel, offset, data):
+    p = rel.encode("utf-8", "surrogateescape")
+    out.write(b"%s %d %d %d\n" % (kind, len(data), offset, len(p)) + p + data)
+def is_record(rel, st):
+    return not rel.endswith(".log") and st.st_size <= 4096
+def one_round():
+    files = []
+    for top, dirs, names in os.walk(d):
+        for n in names:
+            full = os.path.join(top, n)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and ".tmp" not in n:
+                files.append((os.path.relpath(full, d), full, st))
+    records = [f for f in files if is_record(f[0], f[2])]
+    for rel, full, st in files:
+        if is_record(rel, st):
+            continue
+        off = sent.get(rel, 0)
+        try:
+            with open(full, "rb") as f:
+                if os.fstat(f.fileno()).st_size < off:
+                    off = 0
+                f.seek(off)
+                while True:
+                    data = f.read(1 << 20)
+                    if not data:
+                        break
+                    frame(b"A", rel, off, data)
+                    off += len(data)
+        except OSError:
+            continue
+        sent[rel] = off
+    for rel, full, st in records:
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if seen.get(rel) == key:
+            continue
+        try:
+            with open(full, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        frame(b"W", rel, 0, data)
+        seen[rel] = key
+        sent[rel] = len(data)
+    out.flush()
+while True:
+    one_round()
+    r, _, _ = select.select([sys.stdin], [], [], 0.25)
+    if r:
+        line = sys.stdin.readline()
+        if not line or line.strip() == "Q":
+            one_round()
+            out.write(b"END\n")
+            out.flush()
+            break
+)PY";
+
+bool safe_relative(const std::string& path) {
+  if (path.empty() || path.front() == '/') return false;
+  for (const auto& part : std::filesystem::path(path)) {
+    if (part == ".." || part == ".") return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string mirror_worker_program() { return kProgram; }
+
+bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, MirrorState& state,
+                         std::uint64_t* bytes) {
+  for (;;) {
+    const size_t nl = buffer.find('\n');
+    if (nl == std::string::npos) return true;
+    const std::string head = buffer.substr(0, nl);
+    if (head == "END") {
+      state.ended = true;
+      buffer.erase(0, nl + 1);
+      continue;
+    }
+    char kind = 0;
+    unsigned long long len = 0, offset = 0, path_len = 0;
+    if (std::sscanf(head.c_str(), "%c %llu %llu %llu", &kind, &len, &offset, &path_len) != 4 ||
+        (kind != 'A' && kind != 'W')) {
+      return false;
+    }
+    if (buffer.size() < nl + 1 + path_len + len) return true;  // the rest has not come yet
+    const std::string path = buffer.substr(nl + 1, path_len);
+    const std::string_view data(buffer.data() + nl + 1 + path_len, len);
+    if (!safe_relative(path)) return false;
+    const std::string local = local_dir + "/" + path;
+    std::filesystem::create_directories(std::filesystem::path(local).parent_path());
+    if (kind == 'W') {
+      write_file_atomic(local, std::string(data));
+    } else {
+      UniqueFd fd(::open(local.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+      if (!fd) throw std::runtime_error(fmt::format("cannot write {}: {}", local, std::strerror(errno)));
+      if (offset == 0) ::ftruncate(fd.get(), 0);  // a log that started again
+      size_t done = 0;
+      while (done < data.size()) {
+        const ssize_t n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+        if (n <= 0) throw std::runtime_error(fmt::format("cannot write {}: {}", local, std::strerror(errno)));
+        done += static_cast<size_t>(n);
+      }
+    }
+    state.offsets[path] = offset + len;
+    if (bytes != nullptr) *bytes += len;
+    buffer.erase(0, nl + 1 + path_len + len);
+  }
+}
+
+struct LogMirror::Worker_ {
+  Worker worker;
+  MirrorState state;
+  std::thread thread;
+  std::unique_ptr<ExecStream> stream;  // the current one (its thread's)
+  std::atomic<bool> finishing{false};
+  std::atomic<bool> done{false};
+};
+
+LogMirror::LogMirror(std::vector<Worker> workers, Transport& transport, std::string remote_dir, std::string local_dir)
+    : transport_(transport), remote_dir_(std::move(remote_dir)), local_dir_(std::move(local_dir)) {
+  for (Worker& w : workers) {
+    workers_.push_back(std::make_unique<Worker_>());
+    workers_.back()->worker = std::move(w);
+  }
+}
+
+LogMirror::~LogMirror() {
+  stopping_ = true;
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+void LogMirror::start() {
+  for (auto& w : workers_) w->thread = std::thread([this, &w] { mirror(*w); });
+}
+
+void LogMirror::finish(int wait_s) {
+  for (auto& w : workers_) w->finishing = true;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
+  for (auto& w : workers_) {
+    while (!w->done && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  stopping_ = true;
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+void LogMirror::mirror(Worker_& w) {
+  CancelToken never;
+  while (!stopping_ && !w.done) {
+    auto connection = transport_.connect(w.worker, never);
+    std::string command = "exec python3 -c " + shell_quote(kProgram) + " " + shell_quote(remote_dir_);
+    for (const auto& [path, offset] : w.state.offsets) command += " " + shell_quote(fmt::format("{}={}", path, offset));
+    Result<std::unique_ptr<ExecStream>, TransportError> stream = unexpected(TransportError{});
+    if (connection) stream = (*connection)->open_exec(command, never);
+    if (!connection || !stream) {
+      spdlog::debug("mirror {}: {}", w.worker.display(),
+                    connection ? stream.error().message : connection.error().message);
+      if (w.finishing) break;  // it cannot be asked: what arrived is what there is
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    std::string buffer;
+    bool asked = false;
+    for (;;) {
+      if (stopping_) return;
+      if (w.finishing && !asked) {
+        (*stream)->write("Q\n");
+        asked = true;
+      }
+      auto got = (*stream)->read(200);
+      if (!got || got->eof) break;
+      buffer += got->data;
+      std::uint64_t n = 0;
+      bool ok = false;
+      try {
+        ok = apply_mirror_frames(local_dir_, buffer, w.state, &n);
+      } catch (const std::exception& e) {
+        spdlog::warn("mirror {}: {}", w.worker.display(), e.what());
+      }
+      bytes_ += n;
+      if (!ok) break;
+      if (w.state.ended) {
+        w.done = true;
+        return;
+      }
+    }
+    if (w.finishing) break;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  w.done = true;
+}
+
+}  // namespace tpurun

@@ -1,0 +1,176 @@
+#include "tpurun/staging/push.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <fmt/format.h>
+#include <sstream>
+
+#include "staging/push_script.hpp"
+#include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/util/duration.hpp"
+#include "tpurun/util/unique_fd.hpp"
+
+namespace tpurun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kTag = "TPURUN-PUSH ";
+
+std::string trim(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  size_t start = 0;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  return text.substr(start);
+}
+
+// What the worker said, for a message: "TPURUN-PUSH error why" -> "why".
+std::string answer_text(const std::string& line) {
+  std::string text = line.starts_with(kTag) ? line.substr(std::string(kTag).size()) : line;
+  if (text.starts_with("error ")) text.erase(0, 6);
+  return trim(text);
+}
+
+// Reads whole lines from the worker; the answer lines are short.
+class LineReader {
+ public:
+  LineReader(ExecStream& stream, const CancelToken& cancel) : stream_(stream), cancel_(cancel) {}
+  Result<std::string, std::string> line() {
+    for (;;) {
+      if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      if (cancel_.cancelled()) return unexpected(interrupted_by());
+      auto got = stream_.read(200);
+      if (!got) return unexpected(got.error().message);
+      if (got->eof) {
+        const std::string err = trim(stream_.err());
+        return unexpected(err.empty() ? std::string("the worker's side ended without an answer")
+                                      : "the worker's side failed: " + last_line_of(err));
+      }
+      buffer_ += got->data;
+    }
+  }
+
+ private:
+  static std::string last_line_of(const std::string& text) {
+    const size_t nl = text.rfind('\n');
+    return nl == std::string::npos ? text : text.substr(nl + 1);
+  }
+  ExecStream& stream_;
+  const CancelToken& cancel_;
+  std::string buffer_;
+};
+
+// "TPURUN-PUSH have DIR [LOGDIR]": the paths (no spaces in what tpurun names).
+bool parse_have(const std::string& line, PushResult& result) {
+  if (!line.starts_with(std::string(kTag) + "have ")) return false;
+  std::istringstream words(line.substr(std::string(kTag).size() + 5));
+  words >> result.staged_dir >> result.log_dir;
+  return !result.staged_dir.empty();
+}
+
+std::string manifest(const StagedSnapshot& snapshot) {
+  std::string text = fmt::format("M {}\n", snapshot.entries.size());
+  for (const SnapshotEntry& e : snapshot.entries) {
+    text += fmt::format("{} {} {} {} {} {}\n", e.symlink ? 'l' : 'f', e.executable ? 1 : 0, e.size,
+                        e.symlink ? "-" : e.object, e.path.size(), e.link_target.size());
+    text += e.path;
+    text += e.link_target;
+  }
+  return text;
+}
+
+// Sends one object's bytes, read from the snapshot's own file on this host.
+Result<std::uint64_t, std::string> send_object(ExecStream& stream, const StagedSnapshot& snapshot,
+                                                const SnapshotEntry& entry, const CancelToken& cancel) {
+  const std::string path = snapshot.dir + "/" + entry.path;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return unexpected(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  if (auto error = stream.write(fmt::format("{} {}\n", entry.object, entry.size))) return unexpected(error->message);
+  std::string buffer(256 * 1024, '\0');
+  std::uint64_t left = entry.size;
+  while (left > 0) {
+    if (cancel.cancelled()) return unexpected(interrupted_by());
+    const ssize_t n = ::read(fd.get(), buffer.data(), std::min<std::uint64_t>(left, buffer.size()));
+    if (n <= 0) return unexpected(fmt::format("{} changed while it was sent (the snapshot is read-only)", path));
+    if (auto error = stream.write(std::string_view(buffer.data(), static_cast<size_t>(n)))) {
+      return unexpected(error->message);
+    }
+    left -= static_cast<std::uint64_t>(n);
+  }
+  return entry.size;
+}
+
+}  // namespace
+
+std::string remote_path_word(const std::string& path) {
+  if (path == "~") return "\"$HOME\"";
+  if (path.starts_with("~/")) return "\"$HOME\"/" + shell_quote(path.substr(2));
+  return shell_quote(path);
+}
+
+Result<PushResult, std::string> push_snapshot(Connection& connection, const StagedSnapshot& snapshot,
+                                              const PushTarget& target, const CancelToken& cancel,
+                                              const std::function<void()>& keepalive) {
+  std::string command = "exec python3 -c " + shell_quote(staging::push_worker_program()) + " " +
+                        remote_path_word(target.staging_root) + " " + remote_path_word(target.logs_root) + " " +
+                        shell_join({target.user, snapshot.name, snapshot.tree_hash});
+  if (!target.run_id.empty()) command += " " + shell_join({target.project, target.run_id});
+  auto opened = connection.open_exec(command, cancel);
+  if (!opened) return unexpected(opened.error().message);
+  ExecStream& stream = **opened;
+  LineReader reader(stream, cancel);
+  PushResult result;
+  auto first = reader.line();
+  if (!first) return unexpected(first.error());
+  if (parse_have(*first, result)) {
+    result.had = true;
+    return result;
+  }
+  if (*first != std::string(kTag) + "need") return unexpected(answer_text(*first));
+  if (auto error = stream.write(manifest(snapshot))) return unexpected(error->message);
+  auto answer = reader.line();
+  if (!answer) return unexpected(answer.error());
+  unsigned long long count = 0, need = 0, free = 0;
+  if (std::sscanf(answer->c_str(), "TPURUN-PUSH nospace %llu %llu", &need, &free) == 2) {
+    return unexpected(fmt::format("no room for the snapshot under {}: {} needed, {} free (tpurun gc, or free space "
+                                  "on the worker's disk)", target.staging_root, human_size(need), human_size(free)));
+  }
+  if (std::sscanf(answer->c_str(), "TPURUN-PUSH missing %llu %llu", &count, &need) != 2) {
+    return unexpected(answer_text(*answer));
+  }
+  std::map<std::string, const SnapshotEntry*> by_object;
+  for (const SnapshotEntry& e : snapshot.entries) {
+    if (!e.symlink) by_object.emplace(e.object, &e);
+  }
+  auto last_keepalive = Clock::now();
+  for (unsigned long long i = 0; i < count; ++i) {
+    auto object = reader.line();
+    if (!object) return unexpected(object.error());
+    auto it = by_object.find(*object);
+    if (it == by_object.end()) return unexpected(std::string("the worker asked for an object the snapshot does not have"));
+    auto sent = send_object(stream, snapshot, *it->second, cancel);
+    if (!sent) return unexpected(sent.error());
+    result.bytes_sent += *sent;
+    result.objects_sent += 1;
+    if (keepalive && Clock::now() - last_keepalive > std::chrono::seconds(20)) {
+      keepalive();
+      last_keepalive = Clock::now();
+    }
+  }
+  if (auto error = stream.write("E\n")) return unexpected(error->message);
+  auto built = reader.line();
+  if (!built) return unexpected(built.error());
+  if (!parse_have(*built, result)) {
+    return unexpected(answer_text(*built));
+  }
+  return result;
+}
+
+}  // namespace tpurun

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Issue 26: a pod with no shared mount (the TRC user's pod). On a pod of its
+# own in FAKEPOD_NFS_MODE=none (each VM has only its own disk; the config has
+# no staging_root/logs_root), stage copies the snapshot to every worker, the
+# jobs write their logs on their own disks, and the watcher mirrors them to
+# the dev VM: stage, an unchanged re-stage, collapsed followed output, a gang
+# fail-fast, kill --run, runs, and logs read with a VM gone.
+# Asserts on exit codes, messages and files, never on timings.
+export FAKEPOD_STATE=/var/lib/tpurun-fakepod-noshare FAKEPOD_NET=127.0.10 FAKEPOD_NFS=/srv/tpurun-noshare
+export FAKEPOD_WORKERS=4 FAKEPOD_NFS_MODE=none
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gang_lib.sh"
+require_tpurun
+on_exit "_E2E_READY=0; \"$FAKEPOD\" down; rm -rf '$FAKEPOD_STATE'"
+
+proj=$(make_project alice noshare)
+printf 'odd\n' >"$proj/odd name (1).txt"
+chown alice "$proj/odd name (1).txt"
+home=$(user_home alice)
+logs=$home/.tpurun/logs/alice/noshare
+on_exit "rm -rf '$home/.tpurun'"
+# worker_file I PATH: cat PATH on worker I's own disk, as alice.
+worker_file() { wexec "$1" --user alice -- cat "$2"; }
+
+note "stage on a pod with no shared mount: the snapshot goes to every worker, the logs come back"
+expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line'
+assert_contains "$ERR" "→ 4 workers (no shared mount): sent 36 files"  # 9 to each
+assert_contains "$ERR" "succeeded"
+assert_contains "$OUT" "[w0-3] same line"
+run=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
+for i in 0 1 2 3; do
+  assert_contains "$(cat "$logs/$run/worker$i.log")" "hello from" "w$i's log mirrored to the dev VM"
+  assert_eq "$(cat "$logs/$run/worker$i.exit")" "0"
+  # and the worker's own copy is on its own disk, not on the dev VM's
+  assert_contains "$(worker_file "$i" "$home/.tpurun/logs/alice/noshare/$run/worker$i.log")" "odd"
+done
+wexec 1 --user alice -- test ! -e "$home/.tpurun/logs/alice/noshare/$run/worker0.log" ||
+  fail "w1 has w0's log: the disks are shared"
+
+note "a re-stage sends nothing the workers have"
+expect_exit 0 tpurun_as alice -C "$proj" stage -- true
+assert_contains "$ERR" "sent 0 files (0 B)"
+expect_exit 0 tpurun_as alice -C "$proj" stage -- true  # now the stat cache trusts the files
+assert_contains "$ERR" "every worker had snapshot"
+
+note "a gang fail-fast: w1 fails, the others are stopped, the verdict and logs come back"
+expect_exit 3 tpurun_as alice -C "$proj" stage -- sh -c "$(fail_on_worker_job 1 3)"
+assert_contains "$ERR" "w1"
+assert_contains "$ERR" "exited 3"
+frun=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
+assert_eq "$(run_field alice "$frun" '" ".join(w["state"] for w in r["workers"])')" "stopped failed stopped stopped"
+assert_contains "$(cat "$logs/$frun/worker1.log")" "w1 broke"
+no_job_left alice "$frun"
+
+note "kill --run stops a detached run on every worker"
+krun=$(stage_detached alice "$proj" -- python3 train.py --forever)
+for _ in $(seq 100); do
+  [[ $(ls "$logs/$krun"/worker*.pid 2>/dev/null | wc -l) == 4 ]] && break
+  sleep 0.2
+done
+expect_exit 0 tpurun_as alice kill --run "$krun"
+wait_verdict alice "$krun" stopped
+no_job_left alice "$krun"
+
+note "logs of a finished run read with one of its VMs gone"
+stop_worker 2
+expect_exit 0 tpurun_as alice logs "$run"
+assert_contains "$OUT" "hello from"
+assert_contains "$OUT" "same line"
+pass
