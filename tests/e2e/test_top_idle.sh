@@ -14,10 +14,7 @@ cfg=$SCRATCH/idle.json
 cat >"$cfg" <<JSON
 { "pods": {
     $(carved_pod one 6 6),
-    "nodev": { "workers": ["$(worker_ip 6)"], "device_globs": ["/dev/tpurun-no-such-device*"],
-               "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts",
-                        "host_key_policy": "accept-new", "connect_timeout_s": 5 },
-               "staging_root": "$FAKEPOD_NFS/staging", "logs_root": "$FAKEPOD_NFS/logs" } } }
+    $(carved_pod nodev 6 6 | sed 's|"workers"|"device_globs": ["/dev/tpurun-no-such-device*"], &|') } }
 JSON
 chmod 644 "$cfg"
 chmod 755 "$SCRATCH"
