@@ -22,6 +22,7 @@
 #include "cli/stage.hpp"
 #include "cli/status.hpp"
 #include "cli/tensorboard.hpp"
+#include "cli/profile.hpp"
 #include "cli/top.hpp"
 #include "cli/watcher.hpp"
 #include "tpurun/pod/config.hpp"
@@ -46,6 +47,7 @@ constexpr const char* kFooter = R"(Typical session:
   tpurun stage -- python3 main.py --config=configs/tpu.py   # snapshot, launch, follow
   tpurun status                      # who holds the TPU on each worker
   tpurun top --watch                 # how busy each chip is (HBM, duty cycle), and whose
+  tpurun profile --duration 5s       # one lined-up profile of every worker, for TensorBoard
   tpurun kill                        # stop your own jobs (never anyone else's)
   tpurun logs last -f                # reattach to the newest run
   tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
@@ -162,6 +164,7 @@ int main(int argc, char** argv) {
   ClaimsOptions claims;
   TensorBoardOptions tensorboard;
   TopOptions top;
+  ProfileOptions profile;
   DoctorOptions doctor;
   InitOptions init;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
@@ -172,6 +175,7 @@ int main(int argc, char** argv) {
       {register_gc(app, gc), [&](Context& c) { return run_gc(gc, c); }},
       {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
       {register_top(app, top), [&](Context& c) { return run_top(top, c); }},
+      {register_profile(app, profile), [&](Context& c) { return run_profile(profile, c); }},
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
       {register_watcher(app, watcher), [&](Context& c) { return run_watcher(watcher, c); }},
       {register_adopt(app, adopt), [&](Context& c) { return run_adopt(adopt, c); }},

@@ -77,10 +77,11 @@ passwordless sudo the view is partial and never reported as free.
 
 States: free, busy-self (only your processes), busy-other (another user's),
 stale-lock (no holder, but a leftover /tmp/libtpu_lockfile blocks other users),
-partial (no root view), unreachable, error (the scan failed).
+partial (no root view), no-device (no TPU device file there: not a TPU VM),
+unreachable, error (the scan failed).
 
 Exit status: 0 if every selected worker is free; 1 if any is busy-self,
-busy-other, stale-lock or partial; 255 if any could not be scanned; 130 after Ctrl-C.
+busy-other, stale-lock, partial or no-device; 255 if any could not be scanned; 130 after Ctrl-C.
 
 Examples:
   tpurun status

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/record/profile_layout.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/tensorboard_spec.hpp"
 #include "tpurun/transport/shell_quote.hpp"
@@ -37,7 +38,10 @@ std::string readable_command(const std::vector<std::string>& argv) {
   return line;
 }
 
-// The runs, in the order given, each once; <log dir>/tb when the job made one.
+// The runs, in the order given, each once; <log dir>/tb when the job made one
+// and the run has no profiles (`tpurun profile` writes them under the log
+// dir's plugins/profile, where the Profile tab looks; tb/ is then found as a
+// sub-run).
 std::vector<TensorBoardRun> resolve_runs(const std::vector<std::string>& wanted, const PodConfig& pod,
                                          const std::string& user) {
   std::vector<RunRecord> records;
@@ -50,7 +54,8 @@ std::vector<TensorBoardRun> resolve_runs(const std::vector<std::string>& wanted,
   std::vector<TensorBoardRun> runs;
   for (size_t i = 0; i < records.size(); ++i) {
     const std::string tb = records[i].log_dir + "/tb";
-    runs.push_back({records[i].run_id, names[i], is_dir(tb) ? tb : records[i].log_dir});
+    const bool profiled = !profile_sessions(records[i].log_dir).empty();
+    runs.push_back({records[i].run_id, names[i], is_dir(tb) && !profiled ? tb : records[i].log_dir});
   }
   return runs;
 }
@@ -72,6 +77,9 @@ or by its run id when it has none; runs that share tags get their run id's
 random part appended. TensorBoard reads <log dir>/tb when the run has one, else
 the whole log dir (it searches subdirectories), so write summaries under
 $TPURUN_LOG_DIR/tb, e.g. SummaryWriter(os.environ["TPURUN_LOG_DIR"] + "/tb").
+A run profiled with `tpurun profile` is served whole, so that TensorBoard's
+Profile tab finds <log dir>/plugins/profile/<session>/<worker>.xplane.pb
+(the profile plugin: pip install tensorboard-plugin-profile).
 
 tpurun then becomes TensorBoard (Ctrl-C stops it), serving on localhost only.
 From your laptop, forward the port through ssh as printed, e.g.

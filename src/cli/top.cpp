@@ -27,7 +27,8 @@ CLI::App* register_top(CLI::App& app, TopOptions& o) {
   cmd->footer(R"(The figures are libtpu's own (the service tpu-info reads on one host, at
 localhost:8431 on every worker), reached through each worker's SSH session:
 nothing is installed on the workers and no port is opened. libtpu serves them
-only while a workload runs, so an idle worker says "no TPU workload".
+only while a workload runs, so an idle worker says "no TPU workload" (also
+when a service there answers UNAVAILABLE while nothing holds the TPU).
 
 Rows: one per worker and chip: duty cycle (the share of time the TensorCores
 were busy), HBM used/total, and on each worker's first row who holds the TPU

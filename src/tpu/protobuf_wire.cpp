@@ -92,4 +92,10 @@ void put_string(std::string& out, uint32_t field_number, std::string_view value)
   out.append(value);
 }
 
+void put_uint(std::string& out, uint32_t field_number, uint64_t value) {
+  if (value == 0) return;
+  put_varint(out, static_cast<uint64_t>(field_number) << 3 | varint);
+  put_varint(out, value);
+}
+
 }  // namespace tpurun::wire

@@ -1,6 +1,6 @@
 #pragma once
 // The protobuf wire format, as far as tpurun needs it to read libtpu's few
-// metric messages (https://protobuf.dev/programming-guides/encoding/):
+// metric messages and the profiler's Profile call (https://protobuf.dev/programming-guides/encoding/):
 // varints, 64- and 32-bit fixed values, length-delimited fields; fields it
 // does not know are skipped, as protobuf parsers do. Pulling in libprotobuf
 // for this would cost ~1.8 MB (docs/top.md).
@@ -38,5 +38,7 @@ int64_t as_int64(uint64_t varint);  // int64 fields: two's complement in 10 byte
 
 void put_varint(std::string& out, uint64_t value);
 void put_string(std::string& out, uint32_t field_number, std::string_view value);
+// A varint field; proto3 leaves out a field at its default (0), so does this.
+void put_uint(std::string& out, uint32_t field_number, uint64_t value);
 
 }  // namespace tpurun::wire

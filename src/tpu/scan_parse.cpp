@@ -142,6 +142,10 @@ class ScanParser {
       if (args != "root" && args != "user") return bad("want root or user");
       scan_.privileged = args == "root";
       seen_priv_ = true;
+    } else if (kind == "devices") {
+      int n = 0;
+      if (!split_fields(args, 1, f) || !to_int(f[0], n)) return bad("want N");
+      scan_.device_files = n;
     } else if (kind == "self") {
       if (!split_fields(args, 1, f) || !to_int(f[0], scan_.self_pid)) return bad("want PID");
     } else if (kind == "hold") {

@@ -103,6 +103,7 @@ namespace {
 
 // Output (TPURUN-SCAN 1), one record per line:
 //   caller UID USER GID | priv root|user | self PID
+//   devices N                             how many TPU device files the globs match
 //   hold PID DEVICE                       one per open TPU device file
 //   lock 0 | lock 1 UID USER INODE HELD LOCK_PID|-
 //   logs 0 | logs 1 UID USER              /tmp/tpu_logs
@@ -135,6 +136,11 @@ else
   cgid=$gid priv=user
 fi
 printf 'TPURUN-SCAN 1\ncaller %s %s %s\npriv %s\nself %s\n' "$cuid" "$cuser" "$cgid" "$priv" "$$"
+ndev=0
+for _g do
+  for _f in $_g; do [ -e "$_f" ] && ndev=$((ndev + 1)); done
+done
+printf 'devices %s\n' "$ndev"
 )sh";
 
 // file_record PATH UID USER INODE DEV: an F line of fd_walk (its own

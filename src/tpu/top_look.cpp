@@ -8,6 +8,15 @@
 
 namespace tpurun {
 
+TpuMetricsOutcome judge_metrics(const WorkerScanResult& scan, TpuMetricsOutcome metrics) {
+  const auto* failure = std::get_if<MetricsFailure>(&metrics);
+  if (failure == nullptr || failure->grpc != GrpcCode::unavailable || !scan.scan) return metrics;
+  const LockScan& s = *scan.scan;
+  const bool held = !s.holders.empty() || (s.lockfile.exists && s.lockfile.held);
+  if (held) return metrics;
+  return NoTpuWorkload{failure->message};
+}
+
 std::vector<WorkerLook> look_at_workers(const std::vector<Worker>& workers, Transport& transport,
                                         const TopRequest& request, const CancelToken& cancel,
                                         const std::function<void(size_t, const WorkerLook&)>& on_done) {
@@ -26,7 +35,7 @@ std::vector<WorkerLook> look_at_workers(const std::vector<Worker>& workers, Tran
         look.scan.error = scanned.error().message;
       } else {
         look.scan = std::move(*scanned);
-        look.metrics = fetch_tpu_metrics(**connection, request.endpoint, cancel);
+        look.metrics = judge_metrics(look.scan, fetch_tpu_metrics(**connection, request.endpoint, cancel));
       }
     }
     looks[i] = look;

@@ -13,6 +13,7 @@ const char* to_string(TpuState state) {
     case TpuState::busy_other: return "busy-other";
     case TpuState::stale_lock: return "stale-lock";
     case TpuState::partial: return "partial";
+    case TpuState::no_device: return "no-device";
     case TpuState::unreachable: return "unreachable";
     case TpuState::error: return "error";
   }
@@ -36,6 +37,9 @@ TpuState decide(const LockScan& scan) {
     mine = true;
   }
   if (mine) return TpuState::busy_self;
+  // Nothing to hold: whatever the view of other users' processes, no process
+  // can hold a device that is not there.
+  if (scan.device_files == 0 && !(lock.exists && lock.held)) return TpuState::no_device;
   if (!scan.privileged || scan.denied > 0) return TpuState::partial;
   if (lock.exists) return TpuState::stale_lock;
   return TpuState::free;

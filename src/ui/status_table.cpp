@@ -53,6 +53,8 @@ std::string row_detail(const WorkerScanResult& r) {
                          s.lockfile.owner && s.lockfile.owner->uid == s.caller_uid
                              ? " (yours: blocks others, not you)"
                              : "");
+    case TpuState::no_device:
+      return "no TPU device file (/dev/accel*, /dev/vfio/N) here: not a TPU VM?";
     case TpuState::partial:
       if (!s.privileged) return "no passwordless sudo: other users' processes are invisible";
       return fmt::format("{} processes could not be inspected", s.denied);

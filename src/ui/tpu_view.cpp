@@ -31,6 +31,7 @@ std::string paint_state(TpuState state, bool color, size_t pad) {
     case TpuState::busy_other: code = "\033[1;31m"; break;
     case TpuState::stale_lock:
     case TpuState::partial: code = "\033[33m"; break;
+    case TpuState::no_device:
     case TpuState::unreachable:
     case TpuState::error: code = "\033[35m"; break;
   }

@@ -170,14 +170,14 @@ if [[ -n ${TPURUN_BIN:-} ]]; then
 fi
 
 # install_trainer DIR [OWNER]: the fake trainer's files into DIR: train.py,
-# README.md, and its copy of libtpu's metrics service (libtpu_metrics.py and the
-# message classes in tpu_info/proto/).
+# README.md, its copy of libtpu's metrics service (libtpu_metrics.py), its
+# profiler server (profiler_server.py) and their message classes in tpu_info/proto/.
 install_trainer() {
   local d=$1 own=()
   [[ -n ${2:-} ]] && own=(-o "$2" -g "$(id -gn "$2")")
   local src=$TPURUN_SOURCE_DIR/examples/trainer
   install -d -m 755 "${own[@]}" "$d" "$d/tpu_info" "$d/tpu_info/proto"
-  install -m 644 "${own[@]}" "$src/train.py" "$src/README.md" "$src/libtpu_metrics.py" "$d/"
+  install -m 644 "${own[@]}" "$src/train.py" "$src/README.md" "$src/libtpu_metrics.py" "$src/profiler_server.py" "$d/"
   install -m 644 "${own[@]}" "$src/tpu_info/__init__.py" "$d/tpu_info/"
   install -m 644 "${own[@]}" "$src"/tpu_info/proto/*.py "$d/tpu_info/proto/"
 }

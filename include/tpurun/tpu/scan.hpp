@@ -60,6 +60,9 @@ struct LockScan {
   LockfileState lockfile;
   std::optional<FileOwner> tpu_logs;      // set when /tmp/tpu_logs exists
   int denied = 0;                         // processes whose open files could not be read
+  // TPU device files on the worker (the globs' matches); unset from a scan
+  // that did not count them.
+  std::optional<int> device_files;
   std::vector<ScannedProcess> processes;  // the whole process table (only when asked: kill)
 };
 
@@ -70,6 +73,7 @@ enum class TpuState {
   busy_other,   // another user's process holds a device or the lock
   stale_lock,   // nobody holds it, but a lockfile is left (blocks users other than its owner)
   partial,      // no root view and nothing conclusive seen: maybe free, maybe not
+  no_device,    // no TPU device file on the worker at all (not a TPU VM), and no lock held
   unreachable,  // the worker could not be reached
   error,        // the scan ran but failed or printed something unreadable
 };

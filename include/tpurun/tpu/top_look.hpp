@@ -23,6 +23,12 @@ struct TopRequest {
   int fanout = 64;
 };
 
+// The metrics outcome in the light of the scan: on a worker where nothing
+// holds the TPU, UNAVAILABLE is "no TPU workload" (a gRPC client sees it when
+// nothing listens, and a metrics service may give it for a host with no
+// workload); where a holder runs, a failing service stays a failure.
+TpuMetricsOutcome judge_metrics(const WorkerScanResult& scan, TpuMetricsOutcome metrics);
+
 // Every worker at once (at most `fanout`), results in worker order;
 // on_done(i, look) as each worker answers.
 std::vector<WorkerLook> look_at_workers(const std::vector<Worker>& workers, Transport& transport,

@@ -18,6 +18,8 @@
 //                 metadata/KEY (its metadata) for stage --recreate
 //   setup.sh      the pod's setup script, copied at stage time (stage --recreate)
 //   setup.log     its output, every worker, every recreate (the watcher)
+//   plugins/profile/SESSION/HOST.xplane.pb  profiles (tpurun profile; written by the
+//                 job's profiler servers; profile_layout.hpp)
 #include <string>
 
 namespace tpurun {

@@ -148,6 +148,7 @@ void judge_preflight(const PodConfig& pod, Reservations& reservations, const Pre
     const Worker& w = r.worker;
     switch (r.state) {
       case TpuState::free:
+      case TpuState::no_device:  // the job finds out itself; tpurun is not the judge of what it needs
         break;
       case TpuState::busy_other:
         busy = true;

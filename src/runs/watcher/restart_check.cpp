@@ -103,6 +103,7 @@ RestartCheck check_restart(const RunRecord& record, const PodConfig& pod, Transp
       case TpuState::free:
       case TpuState::stale_lock:
       case TpuState::partial:
+      case TpuState::no_device:
         break;
       case TpuState::unreachable:
       case TpuState::error:

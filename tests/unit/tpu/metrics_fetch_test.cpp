@@ -2,14 +2,10 @@
 // the replies: figures per chip, "no TPU workload", or an error.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "fake_transport.hpp"
 #include "fakes/grpc_test_server.hpp"
 #include "tpurun/tpu/metrics.hpp"
+#include "vector_files.hpp"
 
 namespace tpurun {
 namespace {
@@ -20,16 +16,7 @@ using testing::grpc_frame;
 using testing::ReceivedRequest;
 using testing::ScriptedReply;
 
-std::string vector_bytes(const std::string& name) {
-  const char* root = std::getenv("TPURUN_SOURCE_DIR");
-  std::filesystem::path base =
-      root != nullptr ? std::filesystem::path(root)
-                      : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
-  std::ifstream in(base / "tests/unit/tpu/metrics_vectors" / (name + ".bin"), std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+std::string vector_bytes(const std::string& name) { return testing::vector_bytes("metrics_vectors", name); }
 
 // libtpu as the vectors have it: a v4 host with four chips.
 ScriptedReply libtpu_v4(const ReceivedRequest& r) {

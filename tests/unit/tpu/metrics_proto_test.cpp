@@ -3,29 +3,13 @@
 // NAME.txt beside it in text format).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "tpurun/tpu/metrics.hpp"
+#include "vector_files.hpp"
 
 namespace tpurun {
 namespace {
 
-namespace fs = std::filesystem;
-
-std::string vector_bytes(const std::string& name) {
-  const char* root = std::getenv("TPURUN_SOURCE_DIR");
-  fs::path base = root != nullptr ? fs::path(root)
-                                  : fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
-  fs::path file = base / "tests/unit/tpu/metrics_vectors" / (name + ".bin");
-  std::ifstream in(file, std::ios::binary);
-  EXPECT_TRUE(in.good()) << file;
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+std::string vector_bytes(const std::string& name) { return testing::vector_bytes("metrics_vectors", name); }
 
 DecodedMetric decoded(const std::string& name) {
   auto m = decode_metric_response(vector_bytes(name));

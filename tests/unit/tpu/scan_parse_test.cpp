@@ -40,6 +40,15 @@ TEST(ParseScanTest, RealisticOutput) {
   EXPECT_EQ(scan->denied, 0);
 }
 
+TEST(ParseScanTest, DeviceFilesCountedWhenTheScanSaysSo) {
+  auto counted = parse_scan("TPURUN-SCAN 1\ncaller 1001 alice\npriv root\ndevices 0\nlock 0\nlogs 0\ndenied 0\nend\n");
+  ASSERT_TRUE(counted) << counted.error();
+  EXPECT_EQ(counted->device_files, 0);
+  auto older = parse_scan("TPURUN-SCAN 1\ncaller 1001 alice\npriv root\nlock 0\nlogs 0\ndenied 0\nend\n");
+  ASSERT_TRUE(older) << older.error();
+  EXPECT_FALSE(older->device_files.has_value());
+}
+
 TEST(ParseScanTest, NoiseBeforeTheHeaderFromLoginScriptsIsIgnored) {
   auto scan = parse_scan("Welcome to the TPU VM!\nlock 1 0 root 1 1 1\n" + kBobHoldsEverything);
   ASSERT_TRUE(scan) << scan.error();
@@ -76,7 +85,8 @@ TEST(ParseScanTest, MissingOrBadFieldsGiveAnErrorNamingTheLine) {
   const std::string head = "TPURUN-SCAN 1\ncaller 1001 alice\npriv root\n";
   for (const std::string& bad : {"pinfo 5 1001 alice 5 5\n", "pinfo x 1001 alice 5 5 1 3 cmd\n", "hold 5\n",
                                  "lock 1 1002 bob\n", "lock 1 1002 bob 3 maybe 406\n", "logs 1 bob\n",
-                                 "denied many\n", "priv admin\n", "caller alice\n", "proc 1 2 3\n"}) {
+                                 "denied many\n", "priv admin\n", "caller alice\n", "proc 1 2 3\n",
+                                 "devices\n", "devices some\n"}) {
     auto scan = parse_scan(head + bad + "lock 0\nlogs 0\ndenied 0\nend\n");
     ASSERT_FALSE(scan) << bad;
     EXPECT_NE(scan.error().find("line 4"), std::string::npos) << scan.error();

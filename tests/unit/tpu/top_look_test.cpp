@@ -125,5 +125,31 @@ TEST(TopLookTest, ExitCodes) {
   EXPECT_FALSE(s.least_busy.has_value());
 }
 
+// UNAVAILABLE from the metrics port: "no workload" where nothing holds the
+// TPU, a failure where a holder runs (its runtime should be serving).
+TEST(TopLookTest, UnavailableIsNoWorkloadOnlyWithoutAHolder) {
+  const TpuMetricsOutcome unavailable{MetricsFailure{"UNAVAILABLE: no TPU workload", std::nullopt,
+                                                     GrpcCode::unavailable}};
+  WorkerScanResult free{Worker{0, "h", 22}, TpuState::free, LockScan{}, ""};
+  EXPECT_TRUE(std::holds_alternative<NoTpuWorkload>(judge_metrics(free, unavailable)));
+
+  WorkerScanResult held = free;
+  held.state = TpuState::busy_other;
+  held.scan->holders.push_back(ScannedProcess{4242, 1001, "bob"});
+  EXPECT_TRUE(std::holds_alternative<MetricsFailure>(judge_metrics(held, unavailable)));
+
+  WorkerScanResult locked = free;
+  locked.scan->lockfile.exists = true;
+  locked.scan->lockfile.held = true;
+  EXPECT_TRUE(std::holds_alternative<MetricsFailure>(judge_metrics(locked, unavailable)));
+
+  // Another status on a free worker stays what it is.
+  const TpuMetricsOutcome internal{MetricsFailure{"INTERNAL", std::nullopt, GrpcCode::internal}};
+  EXPECT_TRUE(std::holds_alternative<MetricsFailure>(judge_metrics(free, internal)));
+  // No scan (it failed): nothing to judge by.
+  WorkerScanResult unscanned{Worker{0, "h", 22}, TpuState::error, std::nullopt, "bad"};
+  EXPECT_TRUE(std::holds_alternative<MetricsFailure>(judge_metrics(unscanned, unavailable)));
+}
+
 }  // namespace
 }  // namespace tpurun

@@ -12,6 +12,24 @@ using testing::proc;
 
 TEST(DecideTest, NothingAnywhereWithRootViewIsFree) { EXPECT_EQ(decide(empty_scan()), TpuState::free); }
 
+// A host with no TPU device file (not a TPU VM): said so, even when the view
+// of other users' processes is partial (no sudo, or root without ptrace in a
+// container); a held lock still counts.
+TEST(DecideTest, NoDeviceFileIsNoDeviceNotPartial) {
+  LockScan s = empty_scan();
+  s.device_files = 0;
+  EXPECT_EQ(decide(s), TpuState::no_device);
+  s.privileged = false;
+  s.denied = 3;
+  EXPECT_EQ(decide(s), TpuState::no_device);
+  s.lockfile = {true, FileOwner{1002, "bob"}, 3, true, 55};
+  s.lock_holder = proc(55, 1002, 55, 1);
+  EXPECT_EQ(decide(s), TpuState::busy_other);
+  LockScan counted = empty_scan();
+  counted.device_files = 4;
+  EXPECT_EQ(decide(counted), TpuState::free);
+}
+
 TEST(DecideTest, AnotherUsersHolderIsBusyOther) {
   LockScan s = empty_scan();
   s.holders = {holder(proc(10, 1001, 10, 1)), holder(proc(20, 1002, 20, 1))};

@@ -40,6 +40,19 @@ VECTORS = {
         repository_root=ROOT_DIR,
         session_id=SESSION,
         host_name="10.130.0.2:9999"),
+    # What `tpurun profile` sends to worker 3 (src/tpu/profile_proto.cpp):
+    # only xplane.pb asked for, tsl's default tracer levels, no
+    # repository_path (the server reads repository_root), the worker's name
+    # as host_name (the server writes ROOT_DIR/SESSION/w3.xplane.pb).
+    "request_tpurun": pb.ProfileRequest(
+        duration_ms=2000,
+        max_events=1000000,
+        tools=["xplane.pb"],
+        opts=pb.ProfileOptions(version=1, host_tracer_level=2, device_tracer_level=1,
+                               start_timestamp_ns=START_NS, duration_ms=2000),
+        repository_root=ROOT_DIR,
+        session_id=SESSION,
+        host_name="w3"),
     # The server's answer when it wrote a trace with events: empty_trace false,
     # no tool data; every field at its default, so zero bytes.
     "response_trace": pb.ProfileResponse(empty_trace=False),

@@ -1,0 +1,33 @@
+// A run's profiles under its log dir (profile_layout.hpp).
+#include "tpurun/runs/record/profile_layout.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+namespace tpurun {
+
+std::string profile_root(const std::string& log_dir) { return log_dir + "/plugins/profile"; }
+
+std::string new_session_id(std::chrono::system_clock::time_point now, const std::string& root) {
+  const std::string base = fmt::format("{:%Y_%m_%d_%H_%M_%S}", std::chrono::floor<std::chrono::seconds>(now));
+  std::string id = base;
+  std::error_code ec;
+  for (int n = 2; std::filesystem::exists(root + "/" + id, ec); ++n) id = fmt::format("{}_{}", base, n);
+  return id;
+}
+
+std::vector<std::string> profile_sessions(const std::string& log_dir) {
+  std::vector<std::string> sessions;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(profile_root(log_dir), ec)) {
+    if (entry.is_directory(ec)) sessions.push_back(entry.path().filename().string());
+  }
+  std::sort(sessions.begin(), sessions.end());
+  return sessions;
+}
+
+}  // namespace tpurun
