@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
@@ -12,6 +13,8 @@
 #include "tpurun/runs/record/recorded_pod.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/tpu/profile.hpp"
+#include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/util/atomic_file.hpp"
 #include "tpurun/ui/profile_view.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
@@ -98,6 +101,25 @@ Examples:
   return cmd;
 }
 
+// No shared mount: each trace is written on its worker's disk, under the
+// run's dir there; it is copied into the run's log dir here.
+TraceFetch fetch_trace_into(const RunRecord& run) {
+  return [run](const Worker&, Connection& connection, const std::string& path) -> TraceCopy {
+    if (!path.starts_with(run.worker_log_dir + "/")) return {std::nullopt, "not under the run's dir on the worker"};
+    const std::string here = run.log_dir + path.substr(run.worker_log_dir.size());
+    CaptureSink sink;
+    auto got = connection.run(RemoteCommand{"cat -- " + shell_quote(path), "", 60000}, sink, CancelToken());
+    if (!got || got->code != 0) {
+      return {std::nullopt, "written on the worker, but not copied here: " +
+                                (got ? sink.err : got.error().message)};
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(here).parent_path(), ec);
+    write_file_atomic(here, sink.out);
+    return {static_cast<uint64_t>(sink.out.size()), ""};
+  };
+}
+
 int run_profile(const ProfileOptions& o, Context& ctx) {
   ProfileRequestPlan plan;
   plan.settings.duration_ms = static_cast<uint64_t>(checked_ms("--duration", o.duration, 1, kMaxDurationMs));
@@ -125,7 +147,8 @@ int run_profile(const ProfileOptions& o, Context& ctx) {
   }
   const std::vector<Worker> workers = chosen_workers(run, o.target.workers);
   plan.run_id = run.run_id;
-  plan.settings.repository_root = profile_root(run.log_dir);
+  plan.settings.repository_root = profile_root(workers_log_dir(run));
+  if (!run.worker_log_dir.empty()) plan.fetch = fetch_trace_into(run);  // no shared mount
   plan.settings.session_id = new_session_id(std::chrono::system_clock::now(), plan.settings.repository_root);
 
   ProfileReport report{run.run_id, o.port, plan.settings, {}};

