@@ -31,13 +31,14 @@ CLI::App* register_init(CLI::App& app, InitOptions& o) {
   cmd->add_option("--zone", o.zone, "Zone to list (default: gcloud config get-value compute/zone)");
   cmd->add_option("--project", o.project, "Project to list (default: gcloud's configured project)");
   cmd->add_option("--shared", o.shared,
-                  "The shared mount every worker sees (default: the first NFS mount, findmnt -t nfs,nfs4)");
+                  "The shared mount every worker sees (default: the first NFS mount, findmnt -t nfs,nfs4; none: a pod with no shared mount)");
   cmd->add_option("-o,--output", o.output, "Where to write it")->default_str("tpurun.json");
   cmd->add_flag("--force", o.force, "Overwrite an existing file");
   cmd->add_flag("--dry-run", o.dry_run, "Print the config; write nothing");
   cmd->footer(R"(One gcloud pod per TPU VM that `gcloud compute tpus tpu-vm list` shows in the
 zone, named after it (the first READY one is the default), with
-staging_root and logs_root under <shared>/tpurun. Workers come from gcloud on
+staging_root and logs_root under <shared>/tpurun (with no NFS mount here, none:
+code and logs then stay on each worker's own disk). Workers come from gcloud on
 every run, so recreated TPU VMs need no edit. Then run `tpurun doctor`.
 
 Examples:
@@ -62,12 +63,11 @@ int run_init(const InitOptions& o, Context& ctx) {
   if (c.shared.empty()) {
     ProcessResult mounts = ctx.processes.run({"findmnt", "-J", "-t", "nfs,nfs4", "-o", "TARGET"});
     auto targets = parse_findmnt_targets(mounts.out);
-    if (targets.empty()) {
-      throw UsageError("no NFS mount on this host (findmnt -t nfs,nfs4 shows none): mount the shared volume the "
-                       "workers use, or name it with --shared DIR");
+    // None: a pod with no shared mount (code and logs on each worker's disk).
+    if (!targets.empty()) {
+      c.shared = targets.front();
+      c.other_mounts.assign(targets.begin() + 1, targets.end());
     }
-    c.shared = targets.front();
-    c.other_mounts.assign(targets.begin() + 1, targets.end());
   }
   std::vector<std::string> argv = {"gcloud", "compute", "tpus", "tpu-vm", "list", "--zone", c.zone, "--format=json"};
   if (!c.project.empty()) argv.insert(argv.end() - 1, {"--project", c.project});
@@ -89,8 +89,10 @@ int run_init(const InitOptions& o, Context& ctx) {
   write_file_atomic(o.output, text);
   std::vector<std::string> names;
   for (const TpuNode& t : c.tpus) names.push_back(t.name);
-  fmt::print(ctx.err, "tpurun: wrote {} with {} pod{} ({}), roots under {}/tpurun; next: tpurun doctor\n", o.output,
-             names.size(), names.size() == 1 ? "" : "s", fmt::join(names, ", "), c.shared);
+  fmt::print(ctx.err, "tpurun: wrote {} with {} pod{} ({}), {}; next: tpurun doctor\n", o.output, names.size(),
+             names.size() == 1 ? "" : "s", fmt::join(names, ", "),
+             c.shared.empty() ? "no shared mount (code and logs on each worker's own disk, under ~/.tpurun)"
+                              : "roots under " + c.shared + "/tpurun");
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tpurun/fanout/fanout.hpp"
+#include "tpurun/staging/push.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 
 namespace tpurun {
@@ -39,6 +40,11 @@ if [ -n "$probe" ]; then
     if [ -n "$d" ] && [ -d "$d" ] && [ ! -x "$d" ]; then echo "probe unreadable"; else echo "probe missing"; fi
   fi
 fi
+if [ -n "${localroot:-}" ]; then
+  mkdir -p "$localroot" 2>/dev/null
+  if [ -d "$localroot" ] && [ -w "$localroot" ]; then w=1; else w=0; fi
+  echo "localroot $w $(df -Pk "$localroot" 2>/dev/null | awk 'NR == 2 { print $4 }')"
+fi
 echo "time $(date +%s%N)"
 df -Pk /tmp 2>/dev/null | awk 'NR == 2 { print "tmpfree", $4 }'
 echo end
@@ -56,7 +62,9 @@ RemoteCommand doctor_facts_command(const DoctorProbe& probe) {
                                    std::to_string(probe.roots.size())};
   args.insert(args.end(), probe.roots.begin(), probe.roots.end());
   args.insert(args.end(), probe.device_globs.begin(), probe.device_globs.end());
-  return RemoteCommand{shell_join(args), kFactsScript, 30000};
+  std::string line = shell_join(args);
+  if (!probe.local_root.empty()) line = "localroot=" + remote_path_word(probe.local_root) + " " + line;
+  return RemoteCommand{line, kFactsScript, 30000};
 }
 
 bool parse_doctor_facts(const std::string& out, const DoctorProbe& probe, WorkerFacts& facts,
@@ -97,6 +105,8 @@ bool parse_doctor_facts(const std::string& out, const DoctorProbe& probe, Worker
                                                                                               : P::missing;
     } else if (kind == "time") {
       f >> worker_time_ns;
+    } else if (kind == "localroot") {
+      f >> facts.local_root_writable >> facts.local_root_free_kib;
     } else if (kind == "tmpfree") {
       f >> facts.tmp_free_kib;
     } else if (kind == "end") {

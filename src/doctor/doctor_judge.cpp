@@ -41,6 +41,8 @@ class Findings {
   std::vector<Finding> out_;
 };
 
+constexpr long long kLocalRootWarnKiB = 2ll * 1024 * 1024;  // 2 GiB: a snapshot and a run's logs
+
 const char* fs_of(const std::vector<RootFacts>& roots, const std::string& path) {
   for (const RootFacts& r : roots) {
     if (r.path == path) return r.fs_type.c_str();
@@ -121,6 +123,14 @@ void judge_worker(const LocalFacts& local, const WorkerFacts& w, Findings& out) 
             fmt::format("its clock is {:.0f}s {} this host's: log times and claim expiry disagree",
                         std::fabs(*w.clock_offset_s), *w.clock_offset_s > 0 ? "ahead of" : "behind"),
             "sync the clocks (sudo systemctl restart chrony, or systemd-timesyncd)");
+  }
+  if (w.local_root_writable == 0) {
+    out.add(Severity::error, "disk", i, "the local root (code and logs, no shared mount) cannot be written there",
+            "check the worker's home dir, or set \"local_root\" to a dir you can write (docs/config.md)");
+  } else if (w.local_root_writable == 1 && w.local_root_free_kib >= 0 && w.local_root_free_kib < kLocalRootWarnKiB) {
+    out.add(Severity::warning, "disk", i,
+            fmt::format("only {} MiB free for code and logs (no shared mount)", w.local_root_free_kib / 1024),
+            "free space on the worker's disk (tpurun gc; old checkpoints)");
   }
   if (w.tmp_free_kib >= 0 && w.tmp_free_kib < kTmpWarnKiB) {
     out.add(Severity::warning, "tmp", i, fmt::format("only {} MiB free in /tmp", w.tmp_free_kib / 1024),

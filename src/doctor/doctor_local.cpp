@@ -58,6 +58,10 @@ LocalFacts gather_local_facts(const PodConfig& pod, Context& ctx, DoctorProbe& p
   local.user = local_user(ctx.env);
   local.gcloud_problems = gcloud_problems(pod, ctx.processes);
   probe.device_globs = pod.device_globs;
+  if (!pod.shared_mount || pod.local) {  // own disks: checked there (doctor_facts), nothing shared to probe
+    probe.local_root = pod.worker_root;
+    return local;
+  }
   for (const std::string& root : {pod.staging_root, pod.logs_root}) {
     if (root.empty()) continue;
     probe.roots.push_back(root);

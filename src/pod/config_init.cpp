@@ -49,7 +49,10 @@ std::string init_config_text(const InitChoices& c) {
       "// Every key is described in docs/config.md; `tpurun doctor` checks that it works.\n"
       "{{\n  \"default_pod\": {},\n  \"pods\": {{\n",
       c.zone, c.project.empty() ? "" : " --project " + c.project, json_string(def));
-  std::string roots = fmt::format("      // On the shared mount {}: every worker must see it at the same path.\n"
+  std::string roots = c.shared.empty()
+                          ? std::string("      // No shared (NFS) mount: each worker keeps code and logs on its own disk,\n"
+                                        "      // under ~/.tpurun (\"local_root\"); see docs/config.md.\n")
+                          : fmt::format("      // On the shared mount {}: every worker must see it at the same path.\n"
                                   "      \"staging_root\": {},\n      \"logs_root\": {},\n",
                                   c.shared, json_string(c.shared + "/tpurun/staging"),
                                   json_string(c.shared + "/tpurun/logs"));

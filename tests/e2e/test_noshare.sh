@@ -38,6 +38,10 @@ done
 wexec 1 --user alice -- test ! -e "$home/.tpurun/logs/alice/noshare/$run/worker0.log" ||
   fail "w1 has w0's log: the disks are shared"
 
+note "doctor checks each worker's own disk, not a shared mount"
+expect_exit 0 tpurun_as alice doctor
+assert_not_contains "$OUT$ERR" "shared mount"
+
 note "a re-stage sends nothing the workers have"
 expect_exit 0 tpurun_as alice -C "$proj" stage -- true
 assert_contains "$ERR" "sent 0 files (0 B)"

@@ -19,6 +19,9 @@ struct DoctorProbe {
   std::string probe_token;  // its content
   std::vector<std::string> roots;         // staging_root and logs_root, as configured
   std::vector<std::string> device_globs;  // the pod's TPU device files
+  // No shared mount: the workers' own root (local_root, "~/..." allowed),
+  // checked for room and writability there instead of the shared roots.
+  std::string local_root;
 };
 
 struct RootFacts {
@@ -40,6 +43,8 @@ struct WorkerFacts {
   std::optional<double> clock_offset_s;  // worker's clock minus this host's
   double clock_uncertainty_s = 0;        // half the round trip
   long long tmp_free_kib = -1;
+  int local_root_writable = -1;          // no shared mount: 1/0, -1 when not checked
+  long long local_root_free_kib = -1;
   std::optional<WorkerScanResult> tpu;   // who holds the TPU, the lockfile
 };
 

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Benchmarks `tpurun stage` on a pod with no shared mount (issue 26): the
+# simulator in FAKEPOD_NFS_MODE=none, every VM with only its own disk, as
+# alice. Side by side in one run, interleaved, medians of REPS:
+#
+#   tpurun:   the whole `tpurun stage --detach -- true` (snapshot here, the
+#             push to every worker, run record, launch)
+#   rsync:    one `rsync -a` per worker, all at once, over ssh (SkyPilot's and
+#             EasyLM's way): the copy alone
+#   gcloud:   `gcloud compute tpus tpu-vm scp --recurse --worker=all` against
+#             the simulated API (MaxText's and the seeds' way): the copy alone
+#
+# for a fresh tree (nothing on the workers, nothing here), the same tree
+# unchanged, and one file changed; then the ratios tpurun / rsync and tpurun /
+# gcloud, the bytes that left this host per worker, and tpurun's peak RSS.
+# Not a test (timings depend on the machine); by hand, as root:
+#
+#   bench/noshare.sh                         # 2,000 files / 40 MB, 16 workers, 3 reps
+#   WORKERS=32 FILES=10000 BYTES=200000000 REPS=1 bench/noshare.sh
+#   GCLOUD=0 bench/noshare.sh                # without the gcloud scp anchor (slow)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+WORKERS=${WORKERS:-16}
+FILES=${FILES:-2000}
+BYTES=${BYTES:-40000000}
+REPS=${REPS:-3}
+GCLOUD=${GCLOUD:-1}
+TPURUN_BIN=${TPURUN_BIN:-$root/build/tpurun}
+export FAKEPOD_STATE=${FAKEPOD_STATE:-/var/lib/tpurun-fakepod-nsbench}
+export FAKEPOD_NFS=${FAKEPOD_NFS:-/srv/tpurun-nsbench}
+export FAKEPOD_NET=${FAKEPOD_NET:-127.0.11}
+export FAKEPOD_NFS_MODE=none
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
+for tool in rsync ssh setpriv; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }; done
+if [[ $GCLOUD == 1 ]] && ! command -v gcloud >/dev/null; then GCLOUD=0; fi
+
+bench_pod_up noshare
+home=$(getent passwd alice | cut -d: -f6)
+trap 'rm -rf "$home/.tpurun"; bench_pod_restore' EXIT
+results=$work/results
+: >"$results"
+src=/var/tmp/tpurun-bench-src-$FILES-$BYTES-alice
+bench_tree "$src" git alice
+
+as_alice() {
+  setpriv --reuid=alice --regid="$(id -g alice)" --init-groups -- env -i HOME="$home" USER=alice LOGNAME=alice \
+    PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/alice" \
+    XDG_CACHE_HOME="$work/cache" "$@" </dev/null
+}
+ips=()
+for i in $(seq 0 $((WORKERS - 1))); do ips+=("$(sed -n "$((i + 1))p" <(tr ',' '\n' <"$FAKEPOD_STATE/hostnames"))"); done
+ssh_opts="-i $home/.ssh/id_ed25519 -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=$home/.ssh/known_hosts -o BatchMode=yes"
+
+wipe_workers() {  # nothing of tpurun's or rsync's on any worker, nothing here
+  for i in $(seq 0 $((WORKERS - 1))); do
+    "$FAKEPOD" exec "$i" --user alice -- sh -c 'chmod -R u+w ~/.tpurun ~/rsync-dest 2>/dev/null; rm -rf ~/.tpurun ~/rsync-dest ~/gcloud-dest' &
+  done
+  wait
+  chmod -R u+w "$home/.tpurun" 2>/dev/null || true
+  rm -rf "$home/.tpurun" "$work/cache"
+  install -d -o alice -g "$(id -g alice)" "$work/cache"
+}
+tp_stage() {
+  (cd "$src" && as_alice /usr/bin/time -f '%M' -o "$work/rss" "$bin" --config "$FAKEPOD_CONFIG" stage --detach -- true) \
+    >/dev/null 2>"$work/stage.err" || { echo "stage failed: $(tail -5 "$work/stage.err")" >&2; exit 1; }
+  echo "rss_kib $(cat "$work/rss")" >>"$work/extra"
+  sed -n 's/.*sent [0-9]* files\? (\([^)]*\)).*/sent \1/p' "$work/stage.err" >>"$work/extra"
+}
+rsync_all() {
+  for ip in "${ips[@]}"; do
+    as_alice rsync -a -e "ssh $ssh_opts" "$src/" "alice@$ip:rsync-dest/" &
+  done
+  wait
+}
+gcloud_scp() {
+  as_alice gcloud compute tpus tpu-vm scp --recurse "$src" sim-tpu:gcloud-dest --worker=all --zone us-central2-b \
+    >/dev/null 2>&1
+}
+change_one() { as_alice sh -c "echo \"# change \$(date +%s%N)\" >>'$src/$(cd "$src" && git ls-files | head -1)'"; }
+
+# Warm-up: host keys, gcloud's keys, the page cache.
+wipe_workers
+rsync_all
+[[ $GCLOUD == 1 ]] && { gcloud_scp || GCLOUD=0; }
+: >"$work/extra"
+for rep in $(seq "$REPS"); do
+  echo "rep $rep of $REPS ..." >&2
+  wipe_workers
+  timed tpurun/fresh tp_stage
+  timed tpurun/unchanged tp_stage
+  timed rsync/fresh rsync_all
+  timed rsync/unchanged rsync_all
+  change_one
+  timed tpurun/changed tp_stage
+  timed rsync/changed rsync_all
+  if [[ $GCLOUD == 1 ]]; then timed gcloud/fresh gcloud_scp; fi
+done
+(cd "$src" && git checkout -q -- . 2>/dev/null) || true
+
+/usr/bin/python3 - "$results" "$work/extra" "$WORKERS" "$FILES" "$BYTES" "$root/bench" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[6])
+from bench_times import load
+times, med = load(sys.argv[1])
+workers, files, size = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+print(f"no shared mount: {workers} workers, {files} files / {size / 1e6:.0f} MB (medians, s)")
+targets = {"fresh": 0.8, "unchanged": 0.5, "changed": 0.6}
+for case in ("fresh", "unchanged", "changed"):
+    t, r = med[f"tpurun/{case}"], med[f"rsync/{case}"]
+    print(f"  {case:10} tpurun {t:6.2f}  parallel rsync {r:6.2f}  ratio {t / r:.2f}x (target <= {targets[case]})"
+          f"  [tpurun {' '.join(f'{x:.2f}' for x in times[f'tpurun/{case}'])}]")
+if "gcloud/fresh" in med:
+    g = med["gcloud/fresh"]
+    print(f"  fresh      tpurun {med['tpurun/fresh']:6.2f}  gcloud scp --worker=all {g:6.2f}  "
+          f"ratio {med['tpurun/fresh'] / g:.2f}x (target <= 0.25)")
+extra = [l.split(None, 1) for l in open(sys.argv[2]) if l.strip()]
+rss = [int(v) for k, v in extra if k == "rss_kib"]
+sent = [v.strip() for k, v in extra if k == "sent"]
+print(f"  tpurun client peak RSS: {max(rss) / 1024:.0f} MiB (target <= 64)")
+print(f"  bytes sent per stage, all workers (fresh, unchanged, changed ...): {', '.join(sent)}")
+PY
