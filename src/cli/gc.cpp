@@ -3,13 +3,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/records_verdict.hpp"
+#include "tpurun/fanout/fanout.hpp"
 #include "tpurun/staging/gc.hpp"
+#include "tpurun/staging/worker_gc.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
 #include "tpurun/util/identity.hpp"
@@ -39,6 +42,33 @@ std::map<std::string, std::vector<SnapshotUser>> snapshots_in_use(const std::str
   return in_use;
 }
 
+// No shared mount: the same gc on every worker's own copies, at once.
+std::vector<std::pair<Worker, WorkerGcReport>> gc_on_workers(const std::string& staging_root, const GcRequest& request,
+                                                             Context& ctx) {
+  const Target target = select_workers(load_pod(ctx.pod_request, ctx.env, ctx.processes), "all");
+  auto transport = ctx.make_transport(target.pod);
+  std::vector<std::pair<Worker, WorkerGcReport>> out(target.workers.size());
+  run_parallel(target.workers.size(), 64, [&](size_t i) {
+    out[i].first = target.workers[i];
+    auto connection = transport->connect(target.workers[i], ctx.cancel);
+    if (!connection) {
+      out[i].second.error = connection.error().message;
+      return;
+    }
+    out[i].second = collect_garbage_on(**connection, staging_root, request, ctx.cancel);
+  });
+  return out;
+}
+
+nlohmann::json workers_json(const std::vector<std::pair<Worker, WorkerGcReport>>& on_workers) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [worker, r] : on_workers) {
+    out.push_back({{"worker", worker.index}, {"host", worker.host}, {"snapshots_removed", r.snapshots_removed},
+                   {"objects_removed", r.objects_removed}, {"bytes_freed", r.bytes_freed}, {"error", r.error}});
+  }
+  return out;
+}
+
 std::string describe(const KeptSnapshot& kept) {
   std::string runs;
   for (const SnapshotUser& run : kept.runs) {
@@ -56,7 +86,8 @@ CLI::App* register_gc(CLI::App& app, GcOptions& o) {
   cmd->add_flag("--json", o.json, "Print the report as JSON");
   cmd->footer(R"(Only <staging_root>/<your user>/ is ever touched; other users' snapshots
 are never removed. A snapshot that one of your runs may still use (running,
-or restarting) is kept whatever its age, and gc names the run.
+or restarting) is kept whatever its age, and gc names the run. On a pod
+with no shared mount the same is done on every worker's own copies too.
 
 Examples:
   tpurun gc --dry-run
@@ -78,6 +109,8 @@ int run_gc(const GcOptions& o, Context& ctx) {
   request.in_use = snapshots_in_use(pod.logs_root, request.user);
   GcReport report = collect_garbage(request);
   if (!report.refused.empty()) throw std::runtime_error(report.refused);
+  std::vector<std::pair<Worker, WorkerGcReport>> on_workers;
+  if (!pod.shared_mount) on_workers = gc_on_workers(pod.worker_root + "/staging", request, ctx);
 
   if (o.json) {
     nlohmann::json kept = nlohmann::json::array();
@@ -92,7 +125,8 @@ int run_gc(const GcOptions& o, Context& ctx) {
                          {"temps_removed", report.temps_removed},
                          {"objects_removed", report.objects_removed},
                          {"bytes_freed", report.bytes_freed},
-                         {"errors", report.errors}});
+                         {"errors", report.errors},
+                         {"workers", workers_json(on_workers)}});
   } else {
     const char* verb = o.dry_run ? "would remove" : "removed";
     for (const std::string& dir : report.snapshots_removed) fmt::print(ctx.out, "{} {}\n", verb, dir);
@@ -100,8 +134,18 @@ int run_gc(const GcOptions& o, Context& ctx) {
     fmt::print(ctx.out, "{} {} snapshots and {} unused objects ({:.1f} MiB)\n", verb,
                report.snapshots_removed.size(), report.objects_removed, report.bytes_freed / 1048576.0);
     for (const std::string& error : report.errors) fmt::print(ctx.err, "tpurun: {}\n", error);
+    for (const auto& [worker, r] : on_workers) {
+      if (!r.error.empty()) {
+        fmt::print(ctx.err, "[{}] gc failed: {}\n", worker.display(), r.error);
+        continue;
+      }
+      fmt::print(ctx.out, "[{}] {} {} snapshots and {} unused objects ({:.1f} MiB)\n", worker.display(), verb,
+                 r.snapshots_removed.size(), r.objects_removed, r.bytes_freed / 1048576.0);
+    }
   }
-  return report.errors.empty() ? 0 : 1;
+  const bool worker_failed = std::any_of(on_workers.begin(), on_workers.end(),
+                                         [](const auto& w) { return !w.second.error.empty(); });
+  return report.errors.empty() && !worker_failed ? 0 : 1;
 }
 
 }  // namespace tpurun::cli

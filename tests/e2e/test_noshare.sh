@@ -71,6 +71,16 @@ expect_exit 0 tpurun_as alice profile "$krun" --duration 1s
 [[ $(ls "$logs/$krun"/plugins/profile/*/w*.xplane.pb | wc -l) -ge 4 ]] ||
   fail "traces not fetched: $(find "$logs/$krun/plugins" 2>&1)"
 
+note "gc on the workers too, sparing the snapshot that a running job uses"
+expect_exit 0 tpurun_as alice gc --older-than 0s
+assert_contains "$OUT" "[w0 $(worker_ip 0)] removed"
+assert_contains "$OUT" "kept"
+snap=$(basename "$(run_field alice "$krun" 'r["staged_dir"]')")
+for i in 0 3; do
+  wexec "$i" --user alice -- test -d "$home/.tpurun/staging/alice/$snap" || fail "gc removed w$i's snapshot of a running run"
+done
+assert_eq "$(wexec 1 --user alice -- sh -c 'ls -d ~/.tpurun/staging/alice/*-code | wc -l')" 1 "w1's old snapshots"
+
 note "kill --run stops a detached run on every worker"
 expect_exit 0 tpurun_as alice kill --run "$krun"
 wait_verdict alice "$krun" stopped

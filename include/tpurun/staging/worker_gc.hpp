@@ -1,0 +1,27 @@
+#pragma once
+// gc on a worker of a pod with no shared mount: the same rules as gc here
+// (staging/gc.hpp) applied to the worker's own copies (staging/push.hpp),
+// by a small python3 program there, over the worker's session.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tpurun/staging/gc.hpp"
+#include "tpurun/transport/transport.hpp"
+#include "tpurun/util/cancel.hpp"
+
+namespace tpurun {
+
+struct WorkerGcReport {
+  std::vector<std::string> snapshots_removed;  // names (or that would be, with dry_run)
+  std::size_t objects_removed = 0;
+  std::uint64_t bytes_freed = 0;
+  std::string error;  // the worker could not be cleaned (then nothing else is known)
+};
+
+// `staging_root` as the workers have it ("~/..." allowed). Snapshots named in
+// request.in_use are kept, whatever their age.
+WorkerGcReport collect_garbage_on(Connection& connection, const std::string& staging_root, const GcRequest& request,
+                                  const CancelToken& cancel);
+
+}  // namespace tpurun

@@ -1,0 +1,98 @@
+#include "tpurun/staging/worker_gc.hpp"
+
+#include <sstream>
+
+#include "tpurun/staging/push.hpp"
+#include "tpurun/transport/shell_quote.hpp"
+
+namespace tpurun {
+namespace {
+
+// argv: ROOT USER OLDER_THAN_S DRY_RUN NOW [KEEP...]. Prints "removed NAME",
+// "objects N BYTES", "error WHY". Snapshots (read-only dirs) are made
+// writable before removal; objects nothing links to (one link) go last.
+constexpr const char* kProgram = R"PY(
+import os, re, shutil, stat, sys
+root, user, older, dry, now = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
+keep = set(sys.argv[6:])
+udir = os.path.join(root, user)
+def rm_tree(path):
+    for top, dirs, files in os.walk(path):
+        os.chmod(top, 0o700)
+    shutil.rmtree(path)
+try:
+    st = os.lstat(udir)
+except FileNotFoundError:
+    print("objects 0 0"); sys.exit(0)
+if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+    print("error %s is not your own dir" % udir); sys.exit(0)
+snap = re.compile(r"^[0-9]{12}-[a-z0-9]{6}-[0-9a-z]+-code$")
+for name in sorted(os.listdir(udir)):
+    path = os.path.join(udir, name)
+    try:
+        age = now - os.lstat(path).st_mtime
+    except OSError:
+        continue
+    if name.startswith(".tmp-") and age > 3600:
+        if not dry: rm_tree(path)
+    elif snap.match(name) and age > older and name not in keep:
+        print("removed " + name)
+        if not dry: rm_tree(path)
+for name in os.listdir(udir):
+    if name.startswith(".tree-"):
+        path = os.path.join(udir, name)
+        if not os.path.exists(path) and not dry:
+            os.unlink(path)
+n = size = 0
+store = os.path.join(udir, ".objects")
+for top, dirs, files in os.walk(store):
+    for f in files:
+        path = os.path.join(top, f)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            n += 1; size += st.st_size
+            if not dry: os.unlink(path)
+print("objects %d %d" % (n, size))
+)PY";
+
+}  // namespace
+
+WorkerGcReport collect_garbage_on(Connection& connection, const std::string& staging_root, const GcRequest& request,
+                                  const CancelToken& cancel) {
+  std::vector<std::string> args = {request.user, std::to_string(request.older_than.count()),
+                                   request.dry_run ? "1" : "0",
+                                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                      request.now.time_since_epoch()).count())};
+  for (const auto& [name, runs] : request.in_use) args.push_back(name);
+  const std::string command =
+      "exec python3 -c " + shell_quote(kProgram) + " " + remote_path_word(staging_root) + " " + shell_join(args);
+  CaptureSink sink;
+  WorkerGcReport report;
+  auto ran = connection.run(RemoteCommand{command, "", 600000}, sink, cancel);
+  if (!ran) {
+    report.error = ran.error().message;
+    return report;
+  }
+  bool counted = false;
+  std::istringstream lines(sink.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("removed ")) report.snapshots_removed.push_back(line.substr(8));
+    if (line.starts_with("error ")) report.error = line.substr(6);
+    unsigned long long n = 0, bytes = 0;
+    if (std::sscanf(line.c_str(), "objects %llu %llu", &n, &bytes) == 2) {
+      report.objects_removed = n;
+      report.bytes_freed = bytes;
+      counted = true;
+    }
+  }
+  if (!counted && report.error.empty()) {
+    report.error = "gc did not finish there" + (sink.err.empty() ? std::string() : ": " + sink.err.substr(0, 300));
+  }
+  return report;
+}
+
+}  // namespace tpurun
