@@ -94,10 +94,14 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
       ->check(CLI::Range(1, 65535));
   cmd->add_option("command", o.argv, "The command to run in the snapshot on every worker, after --");
   cmd->footer(R"(What happens:
-  1. checks that no one holds the TPU on the selected workers (see tpurun status);
+  1. reserves every selected worker (one stage at a time) and checks that no one
+     holds the TPU there (see tpurun status);
   2. snapshots the code (git's files: tracked + untracked-not-ignored, minus
      .tpurunignore) into <staging_root>/<user>/<yymmddHHMMSS>-<rand>-<sha>-code,
-     read-only, deduplicated by content so an unchanged re-stage copies nothing;
+     read-only, deduplicated by content so an unchanged re-stage copies nothing.
+     A pod with no shared mount (no staging_root/logs_root in its config):
+     the snapshot is sent to every worker's own disk (~/.tpurun), only the
+     content each lacks, and the watcher copies the logs back as the run goes;
   3. creates <logs_root>/<user>/<project>/<run id>/ with run.json and git.diff;
   4. starts the command in the snapshot on every worker, detached from SSH:
      Ctrl-C or a dropped connection never stops it. Each worker logs to
