@@ -181,7 +181,9 @@ std::string read_setup_script(const ConfigNode& node, const std::string& config_
   std::string path = node.as_nonempty_string();
   if (path.front() == '~') return expand_home(path, env);
   std::filesystem::path p(path);
-  if (p.is_relative()) p = std::filesystem::absolute(std::filesystem::path(config_path).parent_path()) / p;
+  // absolute() of the config file itself, then its dir: "tpurun.json" (found
+  // in the current dir) has an empty parent path, which absolute() refuses.
+  if (p.is_relative()) p = std::filesystem::absolute(config_path).parent_path() / p;
   return p.lexically_normal().string();
 }
 
