@@ -12,6 +12,7 @@
 #include "cli/adopt.hpp"
 #include "cli/claim.hpp"
 #include "cli/doctor.hpp"
+#include "cli/down.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
 #include "cli/hostkeys.hpp"
@@ -23,6 +24,7 @@
 #include "cli/status.hpp"
 #include "cli/tensorboard.hpp"
 #include "cli/top.hpp"
+#include "cli/up.hpp"
 #include "cli/watcher.hpp"
 #include "tpurun/pod/config.hpp"
 #include "tpurun/pod/worker_select.hpp"
@@ -164,6 +166,8 @@ int main(int argc, char** argv) {
   TopOptions top;
   DoctorOptions doctor;
   InitOptions init;
+  UpOptions up;
+  DownOptions down;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -182,6 +186,8 @@ int main(int argc, char** argv) {
       {register_tensorboard(app, tensorboard), [&](Context& c) { return run_tensorboard(tensorboard, c); }},
       {register_doctor(app, doctor), [&](Context& c) { return run_doctor(doctor, c); }},
       {register_init(app, init), [&](Context& c) { return run_init(init, c); }},
+      {register_up(app, up), [&](Context& c) { return run_up(up, c); }},
+      {register_down(app, down), [&](Context& c) { return run_down(down, c); }},
   };
 
   SystemEnvironment env;
