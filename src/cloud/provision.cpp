@@ -91,6 +91,8 @@ class Provision {
     if (io_.cancel.cancelled()) return cancelled();
     if (r.exit_code != 0) {
       const CreateFailure failure = classify_create_failure(r.err);
+      // Refused before anything was made (quota, permission): nothing to delete.
+      if (failure == CreateFailure::quota || failure == CreateFailure::permission) result_.made.reset();
       if (!tries_next_zone(failure)) {
         return stop(fmt::format("gcloud could not create TPU VM {} in {}: {}", where.name, where.zone, gcloud_said(r)),
                     create_failure_fix(failure, where));

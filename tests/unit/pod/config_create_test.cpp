@@ -8,7 +8,7 @@ namespace {
 
 using tpurun::testing::ConfigSchemaTest;
 
-std::string gcloud_pod(const std::string& create) {
+std::string pod_with_create(const std::string& create) {
   return "{\n"
          "  \"pods\": {\n"
          "    \"v4\": {\n"
@@ -21,7 +21,7 @@ std::string gcloud_pod(const std::string& create) {
 }
 
 TEST_F(ConfigSchemaTest, CreateDefaultsToQueuedInTheGcloudZone) {
-  const ConfigFile config = parse(gcloud_pod(R"({"accelerator_type": "v4-16", "runtime_version": "base"})"));
+  const ConfigFile config = parse(pod_with_create(R"({"accelerator_type": "v4-16", "runtime_version": "base"})"));
   const CreateSpec& c = *config.pods.at("v4").create;
   EXPECT_EQ(c.accelerator_type, "v4-16");
   EXPECT_EQ(c.runtime_version, "base");
@@ -32,7 +32,7 @@ TEST_F(ConfigSchemaTest, CreateDefaultsToQueuedInTheGcloudZone) {
 }
 
 TEST_F(ConfigSchemaTest, CreateKeysLand) {
-  const ConfigFile config = parse(gcloud_pod(
+  const ConfigFile config = parse(pod_with_create(
       R"({"accelerator_type": "v4-16", "runtime_version": "base", "spot": true, "queued": true,
           "zones": ["a", "b"], "max_queued": "30m", "labels": {"team": "kmh"}, "metadata": {"k": "v"},
           "network": "n", "subnetwork": "s", "service_account": "sa@p", "internal_ips": true,
@@ -49,16 +49,16 @@ TEST_F(ConfigSchemaTest, CreateKeysLand) {
 }
 
 TEST_F(ConfigSchemaTest, CreateErrorsSayWhere) {
-  EXPECT_EQ(error(gcloud_pod(R"({"runtime_version": "base"})")),
+  EXPECT_EQ(error(pod_with_create(R"({"runtime_version": "base"})")),
             "tpurun.json:6: pods.v4.create: missing required key \"accelerator_type\"");
-  EXPECT_EQ(error(gcloud_pod(R"({"accelerator_type": "v4-16", "runtime_version": "b", "spot": true, "reserved": true})")),
+  EXPECT_EQ(error(pod_with_create(R"({"accelerator_type": "v4-16", "runtime_version": "b", "spot": true, "reserved": true})")),
             "tpurun.json:6: pods.v4.create.reserved: \"spot\" and \"reserved\" are two tiers; a TPU VM has one (spot, "
             "reserved, guaranteed or best_effort, or none for on demand)");
-  EXPECT_EQ(error(gcloud_pod(R"({"accelerator_type": "v4-16", "runtime_version": "b", "zones": []})")),
+  EXPECT_EQ(error(pod_with_create(R"({"accelerator_type": "v4-16", "runtime_version": "b", "zones": []})")),
             "tpurun.json:6: pods.v4.create.zones: list at least one zone, or leave \"zones\" out for gcloud.zone");
-  EXPECT_EQ(error(gcloud_pod(R"({"accelerator_type": "v4-16", "runtime_version": "b", "queued": false, "max_queued": "1h"})")),
+  EXPECT_EQ(error(pod_with_create(R"({"accelerator_type": "v4-16", "runtime_version": "b", "queued": false, "max_queued": "1h"})")),
             "tpurun.json:6: pods.v4.create.max_queued: bounds a queued resource's wait; it needs \"queued\": true");
-  EXPECT_EQ(error(gcloud_pod(R"({"accelerator_type": "v4-16", "runtime_version": "b", "zone": "x"})")),
+  EXPECT_EQ(error(pod_with_create(R"({"accelerator_type": "v4-16", "runtime_version": "b", "zone": "x"})")),
             "tpurun.json:6: pods.v4.create.zone: unknown key (did you mean 'zones'?)");
   EXPECT_EQ(error(pod_with("      \"create\": {},\n")),
             "tpurun.json:4: pods.sim.create: a pod made by `tpurun up` is a gcloud pod: it needs \"gcloud\": {\"name\", "
