@@ -45,6 +45,7 @@ pods from tpurun.json (or --config FILE); with no config at all, the pod is
 this host alone and commands run locally.)";
 
 constexpr const char* kFooter = R"(Typical session:
+  tpurun up                          # the pod's TPU VM from its "create": queued, zone failover, setup
   tpurun stage -- python3 main.py --config=configs/tpu.py   # snapshot, launch, follow
   tpurun status                      # who holds the TPU on each worker
   tpurun top --watch                 # how busy each chip is (HBM, duty cycle), and whose
@@ -56,6 +57,7 @@ constexpr const char* kFooter = R"(Typical session:
   tpurun tensorboard last            # TensorBoard on this host, plus the ssh -L line
   tpurun init                        # a first tpurun.json from gcloud's TPU VMs and your NFS mount
   tpurun doctor                      # every problem between here and a working run
+  tpurun down --yes                  # the TPU VM and its queued resource, gone
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 

@@ -11,7 +11,6 @@
 
 #include "gcloud_call.hpp"
 #include "tpurun/board/claim_check.hpp"
-#include "tpurun/board/claims.hpp"
 #include "tpurun/cloud/up.hpp"
 #include "tpurun/pod/tpu_recreate.hpp"
 #include "tpurun/tpu/holders.hpp"
@@ -68,17 +67,7 @@ DownFacts gather_down_facts(const DownJob& job, DownIo& io) {
   f.qr = describe_qr(qr_spec, io.processes, f.describe_error);
   f.made_by = f.node.state != "NOT_FOUND" ? made_by(f.node.json) : "";
   if (f.made_by.empty() && f.qr.labels.count("tpurun-user")) f.made_by = f.qr.labels.at("tpurun-user");
-  if (!job.logs_root.empty()) {
-    const auto now = WallClock::now();
-    try {
-      std::vector<std::string> warnings;
-      auto held = Board(job.logs_root).holder(job.pod, now, &warnings);
-      for (const std::string& w : warnings) io.say("warning: " + w);
-      if (held && held->user != job.user) f.claimed_by = describe_claim(*held, now);
-    } catch (const std::exception& e) {
-      f.claimed_by = fmt::format("(unknown: the pod's claims cannot be read: {})", e.what());
-    }
-  }
+  if (!job.logs_root.empty()) f.claimed_by = claimed_by_another(job.logs_root, job.pod, job.user, io.say);
   if (f.node.ready() && !f.node.workers.empty()) {
     f.foreign_tpu_users =
         other_users_on_tpu(scan_workers(f.node.workers, io.transport, job.fanout, io.cancel, job.device_globs));

@@ -13,7 +13,6 @@
 
 #include "runs/record/log_dir_layout.hpp"
 #include "tpurun/board/claim_check.hpp"
-#include "tpurun/board/claims.hpp"
 #include "tpurun/cloud/pod_setup.hpp"
 #include "tpurun/pod/config.hpp"
 #include "tpurun/pod/queued_resource.hpp"
@@ -100,16 +99,7 @@ class Recreate {
 
   RecreateFacts facts(const TpuNode& gone) const {
     RecreateFacts f = facts_of(gone);
-    const auto now = WallClock::now();
-    try {
-      std::vector<std::string> warnings;
-      auto held = Board(job_.logs_root).holder(job_.pod, now, &warnings);
-      for (const std::string& w : warnings) io_.say("warning: " + w);
-      if (held && held->user != job_.user) f.claimed_by = describe_claim(*held, now);
-    } catch (const std::exception& e) {
-      // Unlike stage, a delete does not go ahead on a board it cannot read.
-      f.claimed_by = fmt::format("(unknown: the pod's claims cannot be read: {})", e.what());
-    }
+    f.claimed_by = claimed_by_another(job_.logs_root, job_.pod, job_.user, io_.say);
     f.foreign_tpu_users =
         other_users_on_tpu(scan_workers(job_.workers, io_.transport, job_.fanout, io_.cancel, job_.device_globs));
     return f;
