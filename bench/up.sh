@@ -30,6 +30,7 @@ TPURUN_BIN=${TPURUN_BIN:-$root/build/tpurun}
 source "$root/bench/lib.sh"
 bench_pod_up up
 install -d -o alice -g "$(id -gn alice)" "$work/proj" "$work/state"
+install -m 644 -o alice "$root/examples/trainer/train.py" "$work/proj/train.py"  # something to stage
 ZONE=us-central2-b
 
 cleanup() {
@@ -86,7 +87,7 @@ done
 tp --pod upq up --poll 500ms >/dev/null 2>&1 || { echo "up failed" >&2; exit 1; }
 rows=()
 for _ in $(seq "$REPS"); do
-  out=$(tp --pod upq stage --detach --json --recreate --lost-after 3s -- sleep 600)
+  out=$(tp --pod upq stage --detach --json --recreate --lost-after 3s -- sleep 600 2>/dev/null)
   dir=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["log_dir"])' "$out")
   for _ in $(seq 1200); do (( $(ls "$dir"/worker*.pid 2>/dev/null | wc -l) >= 2 )) && break; sleep 0.1; done
   t0=$(date +%s.%N)

@@ -63,6 +63,12 @@ int down_pod(const PodConfig& pod, const DownOptions& o, Context& ctx) {
   if (!pod.gcloud) {
     throw UsageError(fmt::format("pod '{}' lists its workers: there is no TPU VM of it for tpurun to delete", pod.name));
   }
+  // No one to ask: refused before gcloud is asked anything.
+  if (!o.yes && !o.dry_run && !(::isatty(STDIN_FILENO) && ctx.err_is_tty)) {
+    throw UsageError(fmt::format("pod '{}': deleting its TPU VM {} (and its queued resource) needs --yes (or an "
+                                 "answer on a terminal); `tpurun down --dry-run` shows what is there",
+                                 pod.name, pod.gcloud->name));
+  }
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
   DownJob job;
   job.pod = pod.name;
