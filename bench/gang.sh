@@ -47,12 +47,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tp() {
-  (cd "$work/proj" && setpriv --reuid=alice --regid="$(id -g alice)" --init-groups -- \
-    env -i HOME="$(getent passwd alice | cut -d: -f6)" USER=alice LOGNAME=alice PATH=/usr/bin:/bin \
-    CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/alice" XDG_STATE_HOME="$work/state" \
-    "$bin" --config "${CONFIG:-$FAKEPOD_CONFIG}" "$@" </dev/null)
-}
 stage() {  # ARGS...: prints the run id
   local out
   out=$(tp stage --detach --json "$@")

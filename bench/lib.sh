@@ -46,6 +46,16 @@ timed() {  # LABEL FUNCTION
   echo "$1 $(((end - start) / 1000))" >>"$results"
 }
 
+# tp ARGS...: tpurun as alice in $work/proj with her gcloud config, the
+# config $CONFIG (default: the simulator's) and her state (audit log,
+# placements) in $work/state.
+tp() {
+  (cd "$work/proj" && setpriv --reuid=alice --regid="$(id -g alice)" --init-groups -- \
+    env -i HOME="$(getent passwd alice | cut -d: -f6)" USER=alice LOGNAME=alice PATH=/usr/bin:/bin \
+    CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/alice" XDG_STATE_HOME="$work/state" \
+    "$bin" --config "${CONFIG:-$FAKEPOD_CONFIG}" "$@" </dev/null)
+}
+
 # bench_as USER COMMAND...: runs COMMAND as USER (setpriv, no sudo), with a
 # clean login environment (HOME, USER, LOGNAME, PATH, LANG) plus the NAME=VALUE
 # words in $BENCH_ENV.

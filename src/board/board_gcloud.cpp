@@ -6,6 +6,10 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+
+#include "tpurun/pod/queued_resource.hpp"
+#include "tpurun/pod/tpu_node.hpp"
+#include "tpurun/util/duration.hpp"
 #include <stdexcept>
 
 namespace tpurun {
@@ -88,6 +92,36 @@ std::vector<ListedTpu> list_board_tpus(const ConfigFile& config, ProcessRunner& 
     if (!error.empty()) out.push_back({"gcloud:" + zone, zone, "", "", std::nullopt, error});
   }
   return out;
+}
+
+CloudState board_cloud_state(const GcloudSpec& spec, const std::string& node_state, ProcessRunner& runner,
+                             std::chrono::system_clock::time_point now) {
+  CloudState cloud;
+  const ProcessResult r = runner.run_bounded(gcloud_qr_describe_argv(spec), std::chrono::seconds(60), CancelToken());
+  QueuedResource qr;
+  try {
+    if (r.exit_code != 0) {
+      if (node_state == "NOT_FOUND" && is_not_found(r.err)) cloud.state = "no VM";
+      return cloud;
+    }
+    qr = parse_queued_resource(r.out);
+  } catch (const std::exception&) {
+    return cloud;  // describe's own state stands
+  }
+  if (qr.state == "ACTIVE" && node_state != "NOT_FOUND") return cloud;  // the VM's state says more
+  cloud.state = qr.state;
+  cloud.detail = fmt::format(" (queued resource {})", qr.name);
+  if (qr.state == "WAITING_FOR_RESOURCES" || qr.state == "ACCEPTED") {
+    if (auto since = parse_utc_time(qr.create_time.substr(0, 19) + "Z")) {
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - *since).count();
+      cloud.detail = fmt::format(" for {}{}", format_age(std::max<long long>(0, waited)), cloud.detail);
+    }
+  } else if (qr.state == "FAILED" && !qr.error.empty()) {
+    cloud.detail += ": " + qr.error;
+  } else if (qr.state == "SUSPENDED" || qr.state == "SUSPENDING") {
+    cloud.detail += ": its VM was preempted; `tpurun down --yes` deletes it, `stage --recreate` makes it again";
+  }
+  return cloud;
 }
 
 }  // namespace tpurun

@@ -1,6 +1,7 @@
 #pragma once
 // board.gcloud: the TPU VMs that gcloud lists in the configured zones, for
 // `status --all`, besides the config's own pods.
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,5 +29,17 @@ std::vector<ListedTpu> list_board_tpus(const ConfigFile& config, ProcessRunner& 
 // (each element is what `describe` prints). Throws std::runtime_error.
 std::vector<ListedTpu> parse_tpu_list(const std::string& json_text, const std::string& zone,
                                       const BoardGcloud& board);
+
+// A pod's TPU VM that is not READY, as the board says it (issue 27): its
+// queued resource's state ("WAITING_FOR_RESOURCES", with " for 2h13m (queued
+// resource q)"; "FAILED" with its reason; PROVISIONING, SUSPENDED, ...), or
+// "no VM" when there is neither. `node_state` is describe's (NOT_FOUND when
+// gone); `state` stays "" when describe's own words say it better.
+struct CloudState {
+  std::string state;
+  std::string detail;
+};
+CloudState board_cloud_state(const GcloudSpec& spec, const std::string& node_state, ProcessRunner& runner,
+                             std::chrono::system_clock::time_point now);
 
 }  // namespace tpurun

@@ -10,6 +10,7 @@
 
 #include "board/board_gcloud.hpp"
 #include "tpurun/board/claim_check.hpp"
+#include "tpurun/pod/placement.hpp"
 #include "tpurun/pod/tpu_node.hpp"
 #include "tpurun/transport/kept_connections.hpp"
 
@@ -21,6 +22,7 @@ struct BoardScanner::Pod {
   std::string gcloud_state;
   std::string gcloud_health;  // " (health ...)" when gcloud says more than the state
   bool listed = false;  // by board.gcloud: loaded once, not from the config
+  std::optional<GcloudSpec> gcloud;  // a config pod's TPU VM, where `up` made it
   PodConfig config;
   std::unique_ptr<Transport> transport;  // null: could not be loaded (or not READY)
   std::string error;
@@ -33,6 +35,9 @@ BoardScanner::BoardScanner(Context& ctx, int fanout, bool keep_connections)
     if (!pod_config.slices.empty()) continue;  // a multi-slice pod: its slices have their own lines
     pods_.push_back(std::make_unique<Pod>());
     pods_.back()->name = name;
+    PodConfig placed = pod_config;
+    apply_placement(placed, ctx.env);
+    pods_.back()->gcloud = placed.gcloud;
     load(*pods_.back());
   }
   for (ListedTpu& tpu : list_board_tpus(config, ctx.processes)) {
@@ -71,6 +76,13 @@ void BoardScanner::load(Pod& pod) {
     pod.error.clear();
     pod.gcloud_state = e.node().state;
     pod.gcloud_health = describe_state(e.node()).substr(e.node().state.size());
+    if (pod.gcloud) {  // no VM, or one not READY yet: its queued resource says more
+      const CloudState cloud = board_cloud_state(*pod.gcloud, e.node().state, ctx_.processes, WallClock::now());
+      if (!cloud.state.empty()) {
+        pod.gcloud_state = cloud.state;
+        pod.gcloud_health = cloud.detail;
+      }
+    }
   } catch (const std::exception& e) {
     pod.transport.reset();
     pod.error = e.what();

@@ -88,4 +88,19 @@ void respect_claims(const PodConfig& pod, bool ignore_claim, Context& ctx) {
   for (const Slice& slice : pod.slices) respect_claim(pod.logs_root, slice.pod, ignore_claim, ctx);
 }
 
+std::optional<std::string> claimed_by_another(const std::string& logs_root, const std::string& pod,
+                                              const std::string& user,
+                                              const std::function<void(const std::string&)>& say) {
+  const auto now = WallClock::now();
+  try {
+    std::vector<std::string> warnings;
+    auto held = Board(logs_root).holder(pod, now, &warnings);
+    for (const std::string& w : warnings) say("warning: " + w);
+    if (held && held->user != user) return describe_claim(*held, now);
+  } catch (const std::exception& e) {
+    return fmt::format("(unknown: the pod's claims cannot be read: {})", e.what());
+  }
+  return std::nullopt;
+}
+
 }  // namespace tpurun

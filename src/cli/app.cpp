@@ -12,6 +12,7 @@
 #include "cli/adopt.hpp"
 #include "cli/claim.hpp"
 #include "cli/doctor.hpp"
+#include "cli/down.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
 #include "cli/hostkeys.hpp"
@@ -24,6 +25,7 @@
 #include "cli/tensorboard.hpp"
 #include "cli/profile.hpp"
 #include "cli/top.hpp"
+#include "cli/up.hpp"
 #include "cli/watcher.hpp"
 #include "tpurun/pod/config.hpp"
 #include "tpurun/pod/worker_select.hpp"
@@ -44,6 +46,7 @@ pods from tpurun.json (or --config FILE); with no config at all, the pod is
 this host alone and commands run locally.)";
 
 constexpr const char* kFooter = R"(Typical session:
+  tpurun up                          # the pod's TPU VM from its "create": queued, zone failover, setup
   tpurun stage -- python3 main.py --config=configs/tpu.py   # snapshot, launch, follow
   tpurun status                      # who holds the TPU on each worker
   tpurun top --watch                 # how busy each chip is (HBM, duty cycle), and whose
@@ -56,6 +59,7 @@ constexpr const char* kFooter = R"(Typical session:
   tpurun tensorboard last            # TensorBoard on this host, plus the ssh -L line
   tpurun init                        # a first tpurun.json from gcloud's TPU VMs and your NFS mount
   tpurun doctor                      # every problem between here and a working run
+  tpurun down --yes                  # the TPU VM and its queued resource, gone
 
 Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
@@ -167,6 +171,8 @@ int main(int argc, char** argv) {
   ProfileOptions profile;
   DoctorOptions doctor;
   InitOptions init;
+  UpOptions up;
+  DownOptions down;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -186,6 +192,8 @@ int main(int argc, char** argv) {
       {register_tensorboard(app, tensorboard), [&](Context& c) { return run_tensorboard(tensorboard, c); }},
       {register_doctor(app, doctor), [&](Context& c) { return run_doctor(doctor, c); }},
       {register_init(app, init), [&](Context& c) { return run_init(init, c); }},
+      {register_up(app, up), [&](Context& c) { return run_up(up, c); }},
+      {register_down(app, down), [&](Context& c) { return run_down(down, c); }},
   };
 
   SystemEnvironment env;

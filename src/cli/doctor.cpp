@@ -60,6 +60,8 @@ CLI::App* register_doctor(CLI::App& app, DoctorOptions& o) {
   tpu      nobody holds the TPU, and no stale /tmp/libtpu_lockfile blocks it
   clock    its clock is within 2s of this host's
   tmp      /tmp has at least 1 GiB free
+  versions python3, jax, jaxlib and libtpu are the same version on every
+           worker (warns naming the workers that differ; jax#10218)
 Here: the roots' owner, mode and sticky bit (docs/ownership.md), and for a
 gcloud pod gcloud's account and project. A gcloud pod whose TPU VM is not
 READY (or is gone) is reported with what gcloud said.
@@ -110,8 +112,8 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
              target.workers.size() == 1 ? "" : "s");
   print_findings(findings, ctx.out);
   fmt::print(ctx.out, "{}\n",
-             findings.empty() ? "no problems found: reach, uid, mount, sudo, devices, tpu, clock and tmp are fine "
-                                "on every worker"
+             findings.empty() ? "no problems found: reach, uid, mount, sudo, devices, tpu, clock, tmp and versions "
+                                "are fine on every worker"
                               : fmt::format("{} error{}, {} warning{}", errors, errors == 1 ? "" : "s",
                                             findings.size() - errors, findings.size() - errors == 1 ? "" : "s"));
   return errors ? 1 : 0;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "cli/down.hpp"
 #include "tpurun/board/pod_pick.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/follow/follow.hpp"
@@ -71,6 +72,9 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
                   "plus LIST, e.g. 1,3-5; other codes end the run at once")
       ->expected(0, 1)
       ->type_name("[LIST]");
+  cmd->add_flag("--down", o.down,
+                "Once the run has ended (whatever its verdict) and its logs are on the shared mount, delete the "
+                "pod's TPU VM and its queued resource, as `tpurun down --yes` does");
   cmd->add_flag("--recreate", o.recreate,
                 "gcloud pods: when the TPU VM is PREEMPTED, TERMINATED or deleted, delete it, create it again "
                 "as it was, run the pod's \"setup\" on it and resume the run (uses up no --restarts)");
@@ -142,8 +146,9 @@ with TPURUN_ATTEMPT one higher. A preemption uses up no --restarts;
 another state, that is not the one the run was on, or while another user has
 claimed the pod or holds a TPU on it; every delete and create goes to your
 audit log (~/.local/state/tpurun/audit.jsonl). --dry-run prints the commands.
-A VM made by a queued resource is not recreated (stage refuses: recreate the
-queued resource yourself). See docs/runs.md.
+A VM made by a queued resource comes back through it (deleted with --force,
+created again, waited on until its VM is READY); a multislice one is refused.
+See docs/runs.md.
 
 A hung collective, or one stuck host with the others waiting, exits nothing:
 the watcher also reads each worker's libtpu metrics (as `tpurun top`), and a
@@ -311,9 +316,20 @@ int run_stage(const StageOptions& o, Context& ctx) {
   // The watcher deletes only the VM whose id it recorded at stage time: that
   // id must be today's, not a kept describe's from before a recreate.
   if (o.recreate) ctx.pod_request.describe_fresh = true;
+  if (o.down && (o.detach || o.json)) {
+    throw UsageError("--down deletes the TPU VM once stage has followed the run to its end: not with --detach or --json");
+  }
   const StagePlan plan = plan_stage(std::move(request), ctx);
+  if (o.down && (!plan.target.pod.gcloud || !plan.target.pod.slices.empty())) {
+    throw UsageError(fmt::format("--down: pod '{}' is not one gcloud TPU VM; there is nothing for tpurun to delete",
+                                 plan.target.pod.name));
+  }
   if (o.dry_run) {
     print_dry_run(plan, ctx.out);
+    if (o.down) {
+      fmt::print(ctx.out, "then (--down), once the run has ended: TPU VM {} and its queued resource deleted, as "
+                 "`tpurun down --yes` (`tpurun down --dry-run` shows the commands)\n", plan.target.pod.gcloud->name);
+    }
     return 0;
   }
 
@@ -345,7 +361,17 @@ int run_stage(const StageOptions& o, Context& ctx) {
     }
     return run.running.size() < launched ? 255 : 0;
   }
-  return follow_to_end(run.record, run.record.workers, printer, ctx, o.raw);
+  const int code = follow_to_end(run.record, run.record.workers, printer, ctx, o.raw);
+  if (!o.down) return code;
+  if (ctx.cancel.cancelled()) {
+    printer.note("--down: not deleting the TPU VM: you detached, and the run goes on");
+    return code;
+  }
+  printer.note(fmt::format("--down: run {} has ended (exit {}); deleting the pod's TPU VM", run.record.run_id, code));
+  DownOptions down;
+  down.yes = true;
+  const int down_code = down_pod(plan.target.pod, down, ctx);
+  return code != 0 ? code : down_code;
 }
 
 }  // namespace tpurun::cli

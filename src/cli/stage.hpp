@@ -31,6 +31,7 @@ struct StageOptions {
   // --restart-on-exit-codes [LIST]: "" when given bare (xpk's 42 and 127-255)
   std::optional<std::string> restart_on_exit_codes;
   bool recreate = false;                // --recreate: create a preempted TPU VM again
+  bool down = false;                    // --down: `tpurun down` once the run has ended
   std::optional<int> max_preemptions;   // --max-preemptions (default 3)
   std::string stall_after = "30m";
   std::string on_stall = "report";

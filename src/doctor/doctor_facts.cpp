@@ -15,7 +15,7 @@ namespace {
 
 // Output, one record per line: uid N | gid N | user NAME | sudo yes|no |
 // device PATH | root PRESENT FSTYPE PATH | probe seen|different|unreadable|missing |
-// time NANOSECONDS | tmpfree KIB | end
+// time NANOSECONDS | tmpfree KIB | versions PYTHON JAX JAXLIB LIBTPU | end
 const char* const kFactsScript = R"sh(probe=$1 token=$2 nroots=$3
 shift 3
 echo "uid $(id -u)"
@@ -47,6 +47,18 @@ if [ -n "${localroot:-}" ]; then
 fi
 echo "time $(date +%s%N)"
 df -Pk /tmp 2>/dev/null | awk 'NR == 2 { print "tmpfree", $4 }'
+command -v python3 >/dev/null 2>&1 && python3 - 2>/dev/null <<'PY'
+import sys
+from importlib import metadata
+def v(*names):
+    for n in names:
+        try:
+            return metadata.version(n)
+        except Exception:
+            pass
+    return "-"
+print("versions", sys.version.split()[0], v("jax"), v("jaxlib"), v("libtpu", "libtpu-nightly"))
+PY
 echo end
 )sh";
 
@@ -109,6 +121,13 @@ bool parse_doctor_facts(const std::string& out, const DoctorProbe& probe, Worker
       f >> facts.local_root_writable >> facts.local_root_free_kib;
     } else if (kind == "tmpfree") {
       f >> facts.tmp_free_kib;
+    } else if (kind == "versions") {
+      facts.versions.clear();
+      for (const char* name : {"python3", "jax", "jaxlib", "libtpu"}) {
+        std::string v;
+        f >> v;
+        facts.versions.emplace_back(name, v.empty() ? "-" : v);
+      }
     } else if (kind == "end") {
       ended = true;
     }

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "tpurun/doctor/uids.hpp"
+#include "tpurun/fanout/gather.hpp"
 
 namespace tpurun {
 namespace {
@@ -139,6 +140,41 @@ void judge_worker(const LocalFacts& local, const WorkerFacts& w, Findings& out) 
   }
 }
 
+// One warning per package whose version is not the same on every worker that
+// said: naming the versions and, as its workers, those not on the most common one.
+void judge_versions(const std::vector<WorkerFacts>& workers, std::vector<Finding>& out) {
+  for (size_t k = 0; k < 4; ++k) {
+    std::map<std::string, std::vector<int>> by_version;
+    std::string name;
+    for (const WorkerFacts& w : workers) {
+      if (w.error || w.versions.size() <= k) continue;
+      name = w.versions[k].first;
+      by_version[w.versions[k].second].push_back(w.worker.index);
+    }
+    if (by_version.size() < 2) continue;
+    auto common = by_version.begin();
+    for (auto it = by_version.begin(); it != by_version.end(); ++it) {
+      if (it->second.size() > common->second.size()) common = it;
+    }
+    std::vector<std::string> parts;
+    std::vector<int> differ;
+    for (const auto& [version, on] : by_version) {
+      parts.push_back(fmt::format("{} on {}", version == "-" ? "none" : version, compact_worker_set(on)));
+      if (version != common->first) differ.insert(differ.end(), on.begin(), on.end());
+    }
+    std::sort(differ.begin(), differ.end());
+    out.push_back({Severity::warning, "versions", differ,
+                   fmt::format("{} is not the same version on every worker ({}): a pod with mixed versions hangs "
+                               "or fails (jax#10218)",
+                               name, fmt::join(parts, ", ")),
+                   name == "python3"
+                       ? std::string("give every worker the same image (one runtime_version), or install one python3")
+                       : fmt::format("install one version everywhere in the pod's setup script (e.g. pip install "
+                                     "{}=={}), then `tpurun up --setup`",
+                                     name, common->first)});
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> judge(const LocalFacts& local, const std::vector<WorkerFacts>& workers) {
@@ -158,7 +194,9 @@ std::vector<Finding> judge(const LocalFacts& local, const std::vector<WorkerFact
             "fix the logs root first, then run `tpurun doctor` again");
   }
   for (const WorkerFacts& w : workers) judge_worker(local, w, out);
-  return out.take();
+  std::vector<Finding> findings = out.take();
+  judge_versions(workers, findings);
+  return findings;
 }
 
 }  // namespace tpurun

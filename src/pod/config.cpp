@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 
+#include "config_create.hpp"
 #include "config_node.hpp"
 #include "config_slices.hpp"
 #include "config_values.hpp"
@@ -27,7 +28,7 @@ const std::vector<std::string> kTopKeys = {"default_pod", "pods", "board"};
 const std::vector<std::string> kBoardGcloudKeys = {"project", "zones", "internal_ip", "ssh"};
 const std::vector<std::string> kPodKeys = {
     "workers", "gcloud", "ssh", "staging_root", "logs_root", "local_root", "device_globs", "stage_size_limit",
-    "slices", "megascale_port", "setup"};
+    "slices", "megascale_port", "setup", "create"};
 const std::vector<std::string> kSshKeys = {"user", "identity_file", "known_hosts",
                                            "host_key_policy", "connect_timeout_s"};
 const std::vector<std::string> kGcloudKeys = {"name", "zone", "project", "internal_ip"};
@@ -219,7 +220,9 @@ std::string read_setup_script(const ConfigNode& node, const std::string& config_
   std::string path = node.as_nonempty_string();
   if (path.front() == '~') return expand_home(path, env);
   std::filesystem::path p(path);
-  if (p.is_relative()) p = std::filesystem::absolute(std::filesystem::path(config_path).parent_path()) / p;
+  // absolute() of the config file itself, then its dir: "tpurun.json" (found
+  // in the current dir) has an empty parent path, which absolute() refuses.
+  if (p.is_relative()) p = std::filesystem::absolute(config_path).parent_path() / p;
   return p.lexically_normal().string();
 }
 
@@ -245,6 +248,10 @@ PodConfig read_pod(const std::string& name, const ConfigNode& node, const std::s
   if (auto globs = node.get("device_globs")) pod.device_globs = read_device_globs(*globs);
   if (auto limit = node.get("stage_size_limit")) pod.stage_size_limit = read_byte_size(*limit);
   if (auto setup = node.get("setup")) pod.setup_script = read_setup_script(*setup, config_path, env);
+  if (auto create = node.get("create")) {
+    if (!pod.gcloud) create->fail("a pod made by `tpurun up` is a gcloud pod: it needs \"gcloud\": {\"name\", \"zone\"}");
+    pod.create = read_create(*create, *pod.gcloud);
+  }
   return pod;
 }
 

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "tpurun/pod/tpu_recreate.hpp"
+
 namespace tpurun {
 namespace {
 
@@ -17,6 +19,23 @@ void collect_targets(const nlohmann::json& list, std::vector<std::string>& out) 
     if (auto t = fs.find("target"); t != fs.end() && t->is_string()) out.push_back(t->get<std::string>());
     if (auto kids = fs.find("children"); kids != fs.end()) collect_targets(*kids, out);
   }
+}
+
+// "create" from the VM's describe, so that `tpurun up` can make it again;
+// none when describe does not say enough (or it is one of a multislice group).
+std::string create_block(const TpuNode& t) {
+  TpuVmShape shape;
+  try {
+    shape = read_tpu_vm_shape(t.json);
+  } catch (const std::exception&) {
+    return "";
+  }
+  if (shape.accelerator_type.empty() || shape.runtime_version.empty() || shape.multislice_node) return "";
+  std::string tier = shape.spot || shape.preemptible ? ", \"spot\": true" : shape.reserved ? ", \"reserved\": true" : "";
+  return fmt::format("      // How `tpurun up` makes it (docs/config.md, \"create\")\n"
+                     "      \"create\": {{ \"accelerator_type\": {}, \"runtime_version\": {}{}, \"queued\": {} }},\n",
+                     json_string(shape.accelerator_type), json_string(shape.runtime_version), tier,
+                     shape.queued_resource.empty() ? "false" : "true");
 }
 
 }  // namespace
@@ -63,6 +82,7 @@ std::string init_config_text(const InitChoices& c) {
                         t.workers.size(), t.workers.size() == 1 ? "" : "s", t.state.empty() ? "state unknown" : t.state);
     text += fmt::format("    {}: {{\n      \"gcloud\": {{ \"name\": {}, \"zone\": {}{} }},\n", json_string(t.name),
                         json_string(t.name), json_string(c.zone), c.project.empty() ? "" : ", \"project\": " + json_string(c.project));
+    text += create_block(t);
     text += roots;
     text += i + 1 < c.tpus.size() ? "    },\n" : "    }\n";
   }

@@ -13,6 +13,7 @@
 #include "config_values.hpp"
 #include "tpurun/pod/config.hpp"
 #include "tpurun/pod/describe_cache.hpp"
+#include "tpurun/pod/placement.hpp"
 #include "tpurun/pod/slices.hpp"
 #include "tpurun/pod/tpu_node.hpp"
 #include "tpurun/util/suggest.hpp"
@@ -233,6 +234,7 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   ConfigFile config = parse_config(read_file(*path), *path, env);
   PodConfig pod = requested && is_slice_list(requested->name) ? slice_list_pod(config, *requested)
                                                               : config.pods.at(choose_pod(config, requested));
+  apply_placement(pod, env);  // where `tpurun up` made its TPU VM, when not in gcloud.zone
   if (!request.need_workers) {
     // the roots and SSH settings only; a multi-slice pod's workers come from its slices
   } else if (!pod.slices.empty()) {

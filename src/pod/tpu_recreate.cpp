@@ -128,13 +128,12 @@ TpuVmShape read_tpu_vm_shape(const std::string& describe_json) {
 }
 
 std::optional<std::string> why_not_recreatable(const TpuVmShape& shape) {
-  if (!shape.queued_resource.empty()) {
-    return fmt::format("it was made by the queued resource {}, and tpurun does not recreate TPU VMs through "
-                       "queued resources: delete and create the queued resource "
-                       "(gcloud compute tpus queued-resources ...), then stage again",
-                       shape.queued_resource);
+  if (shape.multislice_node) {
+    return fmt::format("it is a node of the multislice queued resource {}, and tpurun recreates one TPU VM, not "
+                       "a group of slices: delete and create the queued resource (gcloud compute tpus "
+                       "queued-resources ...), then stage again",
+                       shape.queued_resource.empty() ? "(unnamed)" : shape.queued_resource);
   }
-  if (shape.multislice_node) return std::string("it is a node of a multislice queued resource");
   if (shape.accelerator_type.empty()) return std::string("describe recorded no acceleratorType");
   if (shape.runtime_version.empty()) return std::string("describe recorded no runtimeVersion");
   return std::nullopt;

@@ -2,6 +2,9 @@
 // look at the TPUs.
 #include "tpurun/tpu/holders.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <map>
 
@@ -42,6 +45,20 @@ int tpu_exit_code(const std::vector<TpuState>& states) {
     if (!is_free(s)) code = 1;
   }
   return code;
+}
+
+std::vector<std::string> other_users_on_tpu(const std::vector<WorkerScanResult>& scans) {
+  std::vector<std::string> lines;
+  for (const WorkerScanResult& r : scans) {
+    if (r.state != TpuState::busy_other || !r.scan) continue;
+    std::vector<std::string> who;
+    for (const ScannedProcess& p : r.scan->holders) {
+      if (p.uid != r.scan->caller_uid) who.push_back(fmt::format("{} pid {}", p.user, p.pid));
+    }
+    lines.push_back(fmt::format("{} ({})", r.worker.display(),
+                                who.empty() ? "its TPU lock" : fmt::format("{}", fmt::join(who, ", "))));
+  }
+  return lines;
 }
 
 }  // namespace tpurun

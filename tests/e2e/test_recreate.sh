@@ -3,8 +3,9 @@
 # when installed) against the simulated Cloud TPU API, on a 2-worker spot TPU
 # VM of its own (the default node stays as the other tests expect):
 #  - --dry-run prints the exact gcloud commands and deletes nothing;
-#  - --recreate is refused on a pod with a worker list, and on a VM that a
-#    queued resource made; --max-preemptions needs --recreate;
+#  - --recreate is refused on a pod with a worker list; a VM that a queued
+#    resource made comes back through it (--dry-run); --max-preemptions needs
+#    --recreate;
 #  - preempted during a run: the watcher deletes the VM, creates it again as
 #    describe recorded it (spot, labels, metadata), waits for READY, pushes
 #    the key, runs the pod's setup (which mounts the share) and resumes: the
@@ -87,11 +88,11 @@ assert_contains "$ERR" "--recreate: pod 'fixed' lists its workers"
 expect_exit 2 t alice -C "$proj" stage --max-preemptions 2 -- true
 assert_contains "$ERR" "--max-preemptions bounds how often --recreate"
 
-note "a VM that a queued resource made is not recreated by hand"
+note "a VM that a queued resource made comes back through it (--dry-run: the exact commands)"
 fakepod create qrvm --zone $ZONE --accelerator v4-8 --queued-resource qr1 >/dev/null
-expect_exit 2 t alice -C "$proj" --pod qrvm stage --recreate -- true
-assert_contains "$ERR" "tpurun cannot recreate TPU VM qrvm: it was made by the queued resource projects/sim-proj/locations/$ZONE/queuedResources/qr1"
-assert_contains "$ERR" "does not recreate TPU VMs through queued resources"
+expect_exit 0 t alice -C "$proj" --pod qrvm stage --recreate --dry-run -- true
+assert_contains "$OUT" "gcloud compute tpus queued-resources delete qr1 --zone $ZONE --project sim-proj --force --quiet"
+assert_contains "$OUT" "gcloud compute tpus queued-resources create qr1 --node-id qrvm --zone $ZONE --project sim-proj --accelerator-type v4-8 --runtime-version tpu-ubuntu2204-base"
 fakepod delete qrvm --zone $ZONE >/dev/null
 [[ ! -e $(srv "$logs") ]] || fail "a refused stage made a log dir"
 

@@ -1,6 +1,8 @@
 #pragma once
 // The board as the other commands see it: who the claimant is, which config
 // pods have a board, and the check that stage and exec make before starting work.
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,5 +29,13 @@ const PodConfig& board_pod(const ConfigFile& config, const std::string& pod);
 // them, the time left and the note; with `ignore_claim` prints that it goes
 // ahead anyway. Problems reading the board are warnings, never a refusal.
 void respect_claims(const PodConfig& pod, bool ignore_claim, Context& ctx);
+
+// For a delete of the pod's VM (a recreate, `down`): another user's live
+// claim on `pod`, described, or nullopt. A board that cannot be read counts
+// as claimed ("(unknown: ...)"): unlike stage, a delete does not go ahead on
+// it. Warnings about claim files go to `say`.
+std::optional<std::string> claimed_by_another(const std::string& logs_root, const std::string& pod,
+                                              const std::string& user,
+                                              const std::function<void(const std::string&)>& say);
 
 }  // namespace tpurun

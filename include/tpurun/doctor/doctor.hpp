@@ -5,6 +5,7 @@
 // function, so the rules are unit-tested on plain values.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tpurun/tpu/scan.hpp"
@@ -45,6 +46,8 @@ struct WorkerFacts {
   long long tmp_free_kib = -1;
   int local_root_writable = -1;          // no shared mount: 1/0, -1 when not checked
   long long local_root_free_kib = -1;
+  // python3, jax, jaxlib, libtpu, in that order ("-": not installed); empty when python3 could not say.
+  std::vector<std::pair<std::string, std::string>> versions;
   std::optional<WorkerScanResult> tpu;   // who holds the TPU, the lockfile
 };
 
@@ -78,7 +81,8 @@ struct Finding {
 };
 
 // The problems, grouped: workers with the same problem and fix share a line.
-// Clock skew warns from 2 s; /tmp warns under 1 GiB free.
+// Clock skew warns from 2 s; /tmp warns under 1 GiB free; python3, jax,
+// jaxlib or libtpu at another version on some workers warns, naming them.
 std::vector<Finding> judge(const LocalFacts& local, const std::vector<WorkerFacts>& workers);
 
 }  // namespace tpurun

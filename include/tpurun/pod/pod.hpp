@@ -1,7 +1,10 @@
 #pragma once
 // The resolved description of one pod: its workers and how to reach them.
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,30 @@ struct GcloudSpec {
   std::string zone;
   std::string project;  // optional
   bool internal_ip = true;
+};
+
+// "create": how `tpurun up` makes the pod's TPU VM (docs/config.md, docs/cloud.md).
+struct CreateSpec {
+  std::string accelerator_type;  // "v4-32"
+  std::string runtime_version;   // "tpu-ubuntu2204-base"
+  bool queued = true;             // through a queued resource, else `tpu-vm create`
+  std::vector<std::string> zones;  // tried in order; default: the pod's gcloud.zone
+  // The tier: at most one of these (none: on demand).
+  bool spot = false;
+  bool reserved = false;
+  bool guaranteed = false;  // queued only
+  bool best_effort = false;  // queued only, `gcloud alpha` (v2alpha1)
+  std::string reservation_host_project;  // a reservation shared from another project (with "reserved")
+  std::string network;
+  std::string subnetwork;
+  std::string service_account;
+  bool internal_ips = false;  // no external IPs
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> metadata;
+  std::vector<std::pair<std::string, std::string>> data_disks;  // source, mode (read-write, read-only)
+  // How long one zone may keep a queued resource waiting before `up` tries
+  // the next one; 0: as long as it takes.
+  std::chrono::seconds max_queued{0};
 };
 
 // One pod of a multi-slice pod (docs/multislice.md).
@@ -78,6 +105,8 @@ struct PodConfig {
   // "setup": the script that makes a new TPU VM of this pod ready (packages,
   // the shared mount), as an absolute path on this host; "" when none.
   std::string setup_script;
+  // "create": how `tpurun up` makes its TPU VM (gcloud pods only).
+  std::optional<CreateSpec> create;
 };
 
 // A pod and the workers one command acts on (all of them, or --worker's).

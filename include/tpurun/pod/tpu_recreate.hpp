@@ -41,9 +41,9 @@ struct TpuVmShape {
 TpuVmShape read_tpu_vm_shape(const std::string& describe_json);
 
 // Why tpurun cannot create this TPU VM again by itself, or nullopt when it can:
-// one made by a queued resource (it must come back through the queued
-// resource), one of a multislice queued resource, one without an
-// accelerator type or runtime version on record.
+// one of a multislice queued resource, one without an accelerator type or
+// runtime version on record. (One made by a queued resource comes back through
+// it: queued_resource.hpp.)
 std::optional<std::string> why_not_recreatable(const TpuVmShape& shape);
 
 // gcloud compute tpus tpu-vm delete NAME --zone Z [--project P] --quiet

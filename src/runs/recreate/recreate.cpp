@@ -9,17 +9,17 @@
 #include <unistd.h>
 
 #include <ctime>
-#include <fstream>
 #include <thread>
 
 #include "runs/record/log_dir_layout.hpp"
 #include "tpurun/board/claim_check.hpp"
-#include "tpurun/board/claims.hpp"
-#include "tpurun/fanout/fanout.hpp"
+#include "tpurun/cloud/pod_setup.hpp"
 #include "tpurun/pod/config.hpp"
+#include "tpurun/pod/queued_resource.hpp"
 #include "tpurun/pod/tpu_recreate.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/tpu/kill_audit.hpp"
+#include "tpurun/tpu/holders.hpp"
 #include "tpurun/tpu/scan.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/util/atomic_file.hpp"
@@ -99,26 +99,9 @@ class Recreate {
 
   RecreateFacts facts(const TpuNode& gone) const {
     RecreateFacts f = facts_of(gone);
-    const auto now = WallClock::now();
-    try {
-      std::vector<std::string> warnings;
-      auto held = Board(job_.logs_root).holder(job_.pod, now, &warnings);
-      for (const std::string& w : warnings) io_.say("warning: " + w);
-      if (held && held->user != job_.user) f.claimed_by = describe_claim(*held, now);
-    } catch (const std::exception& e) {
-      // Unlike stage, a delete does not go ahead on a board it cannot read.
-      f.claimed_by = fmt::format("(unknown: the pod's claims cannot be read: {})", e.what());
-    }
-    for (const WorkerScanResult& r :
-         scan_workers(job_.workers, io_.transport, job_.fanout, io_.cancel, job_.device_globs)) {
-      if (r.state != TpuState::busy_other || !r.scan) continue;
-      std::vector<std::string> who;
-      for (const ScannedProcess& p : r.scan->holders) {
-        if (p.uid != r.scan->caller_uid) who.push_back(fmt::format("{} pid {}", p.user, p.pid));
-      }
-      f.foreign_tpu_users.push_back(fmt::format("{} ({})", r.worker.display(),
-                                                who.empty() ? "its TPU lock" : fmt::format("{}", fmt::join(who, ", "))));
-    }
+    f.claimed_by = claimed_by_another(job_.logs_root, job_.pod, job_.user, io_.say);
+    f.foreign_tpu_users =
+        other_users_on_tpu(scan_workers(job_.workers, io_.transport, job_.fanout, io_.cancel, job_.device_globs));
     return f;
   }
 
@@ -156,10 +139,25 @@ class Recreate {
     return r;
   }
 
+  // The recorded shape; throws when its describe is unreadable.
+  TpuVmShape recorded_shape() const { return read_tpu_vm_shape(read_small_file(recorded_tpu_vm_path(job_.log_dir))); }
+
+  // A VM that a queued resource made goes with it (delete --force), and comes back through it.
+  bool queued() const {
+    try {
+      return !recorded_shape().queued_resource.empty();
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
   bool remove(const TpuNode& node) {
-    const auto argv = gcloud_delete_argv(job_.spec);
-    if (!audit("tpu-vm-delete", node.id, argv)) return false;
-    io_.say(fmt::format("deleting TPU VM {} ({}, id {}): {}", job_.spec.name, node.state, node.id, shell_display(argv)));
+    const bool through_qr = queued();
+    const auto argv = through_qr ? gcloud_qr_delete_argv(queued_resource_spec(job_.spec, recorded_shape()), true)
+                                 : gcloud_delete_argv(job_.spec);
+    if (!audit(through_qr ? "queued-resource-delete" : "tpu-vm-delete", node.id, argv)) return false;
+    io_.say(fmt::format("deleting TPU VM {} ({}, id {}){}: {}", job_.spec.name, node.state, node.id,
+                        through_qr ? " and its queued resource" : "", shell_display(argv)));
     const ProcessResult r = gcloud(argv, job_.gcloud_timeout);
     if (r.exit_code != 0 && !is_not_found(r.err)) return fail("gcloud could not delete it: " + gcloud_said(r));
     return true;
@@ -175,16 +173,38 @@ class Recreate {
     } catch (const std::exception& e) {
       return fail(fmt::format("cannot prepare the create: {}", e.what()));
     }
-    const auto argv = gcloud_create_argv(job_.spec, shape, metadata_dir(job_.log_dir));
-    if (!audit("tpu-vm-create", "", argv)) return false;
-    io_.say(fmt::format("creating TPU VM {} again: {}", job_.spec.name, shell_display(argv)));
+    const bool through_qr = !shape.queued_resource.empty();
+    const auto argv = through_qr
+                    ? gcloud_qr_create_argv(job_.spec, shape, queued_options_of(shape), metadata_dir(job_.log_dir))
+                    : gcloud_create_argv(job_.spec, shape, metadata_dir(job_.log_dir));
+    if (!audit(through_qr ? "queued-resource-create" : "tpu-vm-create", "", argv)) return false;
+    io_.say(fmt::format("creating TPU VM {} again{}: {}", job_.spec.name,
+                        through_qr ? " through its queued resource" : "", shell_display(argv)));
     const ProcessResult r = gcloud(argv, job_.ready_timeout);
     if (r.exit_code != 0) return fail("gcloud could not create it: " + gcloud_said(r));
     return true;
   }
 
   // Describes until READY, saying each state it passes through.
+  // A queued resource that will not give the VM: FAILED (its error), SUSPENDED or gone.
+  std::optional<std::string> queued_failure() {
+    const GcloudSpec qr_spec = queued_resource_spec(job_.spec, recorded_shape());
+    const ProcessResult r = gcloud(gcloud_qr_describe_argv(qr_spec), job_.gcloud_timeout);
+    if (r.exit_code != 0) {
+      if (is_not_found(r.err)) return fmt::format("queued resource {} is gone", qr_spec.name);
+      return std::nullopt;  // asked again at the next poll
+    }
+    try {
+      const QueuedResource qr = parse_queued_resource(r.out);
+      if (qr.pending() || qr.state == "ACTIVE") return std::nullopt;
+      return fmt::format("queued resource {} is {}{}", qr_spec.name, qr.state, qr.error.empty() ? "" : ": " + qr.error);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
   std::optional<TpuNode> wait_ready() {
+    const bool through_qr = queued();
     const auto deadline = Clock::now() + job_.ready_timeout;
     std::string last;
     int missing = 0;
@@ -202,6 +222,14 @@ class Recreate {
         return node;
       }
       missing = node.state == "NOT_FOUND" ? missing + 1 : 0;
+      if (through_qr && node.state == "NOT_FOUND") {
+        // No node until the queue gives one: the queued resource says how it goes.
+        if (auto why = queued_failure()) {
+          fail(*why);
+          return std::nullopt;
+        }
+        missing = 0;
+      }
       if (missing >= 3 || node.state == "PREEMPTED" || node.state == "TERMINATED") {
         fail(fmt::format("TPU VM {} did not come up: it is {} after the create (gcloud compute tpus tpu-vm "
                          "list shows what the zone has)",
@@ -235,39 +263,15 @@ class Recreate {
     }
     io_.say(fmt::format("running the pod's setup on {} (output: {})", count_of(node.workers.size(), "worker"),
                         setup_log_path(job_.log_dir)));
-    FanoutPlan plan;
-    plan.workers = node.workers;
-    plan.command = RemoteCommand{"exec bash -s", script, 0};
-    plan.fanout = job_.fanout;
-    plan.capture = true;
-    const auto outcomes = run_on_workers(plan, io_.transport, std::vector<OutputSink*>(node.workers.size()), io_.cancel);
-    keep_setup_output(node, outcomes);
+    PodSetup setup{script, setup_log_path(job_.log_dir), fmt::format("setup of TPU VM {} (id {})", job_.spec.name, node.id),
+                   job_.fanout};
+    const auto outcomes = run_pod_setup(setup, node.workers, io_.transport, io_.cancel);
     const auto failures = failure_summary(outcomes);
     if (!failures.empty()) {
       return fail(fmt::format("the setup failed: {} (see {})", fmt::join(failures, "; "),
                               setup_log_path(job_.log_dir)));
     }
     return true;
-  }
-
-  void keep_setup_output(const TpuNode& node, const std::vector<WorkerOutcome>& outcomes) const {
-    std::ofstream log(setup_log_path(job_.log_dir), std::ios::app);
-    log << fmt::format("==== tpurun: setup of TPU VM {} (id {}) at {} ====\n", job_.spec.name, node.id,
-                       format_utc_time(std::chrono::system_clock::now()));
-    for (const WorkerOutcome& o : outcomes) {
-      for (const std::string* text : {&o.out, &o.err}) {
-        size_t start = 0;
-        while (start < text->size()) {
-          size_t end = text->find('\n', start);
-          if (end == std::string::npos) end = text->size();
-          log << "[" << o.worker.display() << "] " << text->substr(start, end - start) << "\n";
-          start = end + 1;
-        }
-      }
-      const CommandExit* exit = o.exit();
-      log << fmt::format("[{}] {}\n", o.worker.display(),
-                         exit ? fmt::format("exit {}", exit->code) : "failed: " + o.error()->message);
-    }
   }
 
   const RecreateJob& job_;

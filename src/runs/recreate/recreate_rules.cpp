@@ -8,6 +8,7 @@
 
 #include "runs/record/log_dir_layout.hpp"
 #include "tpurun/pod/config.hpp"
+#include "tpurun/pod/queued_resource.hpp"
 #include "tpurun/pod/tpu_recreate.hpp"
 #include "tpurun/util/duration.hpp"
 
@@ -22,6 +23,10 @@ std::vector<std::string> gcloud_keys_argv(const GcloudSpec& spec) {
 std::vector<std::vector<std::string>> recreate_commands(const GcloudSpec& spec, const std::string& describe_json,
                                                         const std::string& log_dir) {
   const TpuVmShape shape = read_tpu_vm_shape(describe_json);
+  if (!shape.queued_resource.empty()) {  // through its queued resource: deleted with its node, created again
+    return {gcloud_qr_delete_argv(queued_resource_spec(spec, shape), true),
+            gcloud_qr_create_argv(spec, shape, queued_options_of(shape), metadata_dir(log_dir)), gcloud_keys_argv(spec)};
+  }
   return {gcloud_delete_argv(spec), gcloud_create_argv(spec, shape, metadata_dir(log_dir)), gcloud_keys_argv(spec)};
 }
 

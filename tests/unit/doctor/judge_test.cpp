@@ -100,6 +100,37 @@ TEST(DoctorJudgeTest, AnUnreachableWorkerSaysOnlyThat) {
   EXPECT_THAT(all[0].fix, HasSubstr("hostkeys --import"));
 }
 
+TEST(DoctorJudgeTest, MixedVersionsWarnNamingTheWorkersThatDiffer) {
+  // given: w2 has another jax; w1 has no libtpu; w3 said nothing (no python3)
+  std::vector<WorkerFacts> w = {healthy(0), healthy(1), healthy(2), healthy(3)};
+  for (int i = 0; i < 3; ++i) {
+    w[static_cast<size_t>(i)].versions = {{"python3", "3.10.12"}, {"jax", "0.4.30"}, {"jaxlib", "0.4.30"},
+                                          {"libtpu", "0.0.2"}};
+  }
+  w[2].versions[1].second = "0.4.31";
+  w[1].versions[3].second = "-";
+  // when
+  const auto findings = judge(here(), w);
+  // then: one warning per package, naming the odd workers; python3 and jaxlib agree
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].severity, Finding::Severity::warning);
+  EXPECT_EQ(findings[0].check, "versions");
+  EXPECT_EQ(findings[0].workers, std::vector<int>{2});
+  EXPECT_THAT(findings[0].problem, HasSubstr("jax is not the same version on every worker (0.4.30 on w[0-1], 0.4.31 on w2)"));
+  EXPECT_THAT(findings[0].fix, HasSubstr("pip install jax==0.4.30"));
+  EXPECT_EQ(findings[1].workers, std::vector<int>{1});
+  EXPECT_THAT(findings[1].problem, HasSubstr("libtpu is not the same version on every worker (none on w1, 0.0.2 on w[0,2])"));
+}
+
+TEST(DoctorFactsTest, ReadsTheVersionsLine) {
+  WorkerFacts facts;
+  long long t = 0;
+  ASSERT_TRUE(parse_doctor_facts("uid 1\ngid 1\nuser a\nversions 3.11.2 0.4.30 - -\nend\n", DoctorProbe{}, facts, t));
+  ASSERT_EQ(facts.versions.size(), 4u);
+  EXPECT_EQ(facts.versions[1], (std::pair<std::string, std::string>{"jax", "0.4.30"}));
+  EXPECT_EQ(facts.versions[3], (std::pair<std::string, std::string>{"libtpu", "-"}));
+}
+
 TEST(DoctorFactsTest, ParsesTheScriptsRecords) {
   DoctorProbe probe;
   probe.probe_path = "/nfs/logs/alice/.tpurun-doctor-x";

@@ -20,6 +20,8 @@ TEST(ConfigInitTest, OnePodPerTpuVmTheFirstReadyOneByDefaultAndItParses) {
   c.tpus = parse_tpu_list_nodes(R"([
     {"name": "projects/my-proj/locations/us-central2-b/nodes/old", "state": "PREEMPTED", "acceleratorType": "v4-8"},
     {"name": "projects/my-proj/locations/us-central2-b/nodes/kmh-v4-32", "state": "READY", "acceleratorType": "v4-32",
+     "runtimeVersion": "tpu-ubuntu2204-base", "schedulingConfig": {"spot": true},
+     "queuedResource": "projects/my-proj/locations/us-central2-b/queuedResources/kmh-v4-32",
      "networkEndpoints": [{"ipAddress": "10.0.0.2"}, {"ipAddress": "10.0.0.3"}]}])");
   const std::string text = init_config_text(c);
   EXPECT_THAT(text, HasSubstr("gcloud compute tpus tpu-vm list --zone us-central2-b --project my-proj"));
@@ -34,6 +36,14 @@ TEST(ConfigInitTest, OnePodPerTpuVmTheFirstReadyOneByDefaultAndItParses) {
   EXPECT_EQ(pod.gcloud->project, "my-proj");
   EXPECT_EQ(pod.staging_root, "/kmh-nfs-us-mount/tpurun/staging");
   EXPECT_EQ(pod.logs_root, "/kmh-nfs-us-mount/tpurun/logs");
+  // "create" from its describe (the old one says too little: no runtime version)
+  ASSERT_TRUE(pod.create.has_value());
+  EXPECT_EQ(pod.create->accelerator_type, "v4-32");
+  EXPECT_EQ(pod.create->runtime_version, "tpu-ubuntu2204-base");
+  EXPECT_TRUE(pod.create->spot);
+  EXPECT_TRUE(pod.create->queued);
+  EXPECT_EQ(pod.create->zones, std::vector<std::string>{"us-central2-b"});
+  EXPECT_FALSE(config.pods.at("old").create.has_value());
 }
 
 TEST(ConfigInitTest, FindmntTargetsInOrderNestedToo) {

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "pod/config_schema_fixture.hpp"
 
 namespace tpurun {
@@ -134,6 +136,14 @@ TEST_F(ConfigSchemaTest, SetupIsAScriptBesideTheConfigFile) {
   EXPECT_EQ(config.pods.at("sim").setup_script, "/opt/setup.sh");
   EXPECT_EQ(parse(pod_with("")).pods.at("sim").setup_script, "");
   EXPECT_EQ(error(pod_with("      \"setup\": \"\",\n")), "tpurun.json:4: pods.sim.setup: must not be empty");
+}
+
+TEST_F(ConfigSchemaTest, SetupBesideAConfigFoundInTheCurrentDir) {
+  // given: ./tpurun.json found implicitly, so its path has no directory part
+  // when: its pod names a relative setup script
+  ConfigFile config = parse(pod_with("      \"setup\": \"setup.sh\",\n"));
+  // then: the script is the current dir's (it was a crash: absolute("") throws)
+  EXPECT_EQ(config.pods.at("sim").setup_script, (std::filesystem::current_path() / "setup.sh").string());
 }
 
 }  // namespace

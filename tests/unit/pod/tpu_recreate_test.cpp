@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "pod/gcloud_fixtures.hpp"
+#include "tpurun/pod/queued_resource.hpp"
 
 namespace tpurun {
 namespace {
@@ -102,13 +103,26 @@ TEST(TpuRecreate, DeleteNeverPrompts) {
                                                       "us-central2-b", "--project", "p", "--quiet"));
 }
 
-TEST(TpuRecreate, AQueuedResourcesNodeIsNotRecreatedByHand) {
+TEST(TpuRecreate, AQueuedResourcesNodeComesBackThroughItButAMultisliceOneDoesNot) {
+  // given: a node that the queued resource qr1 made
   std::string json = kSpotNode;
   json.insert(json.rfind('}'), R"(, "queuedResource": "projects/p/locations/us-central2-b/queuedResources/qr1")");
-  const auto why = why_not_recreatable(read_tpu_vm_shape(json));
+  const TpuVmShape shape = read_tpu_vm_shape(json);
+  // then: recreatable, through qr1 (its own name, the node's id)
+  EXPECT_FALSE(why_not_recreatable(shape));
+  EXPECT_EQ(queued_resource_spec(spec(), shape).name, "qr1");
+  const auto argv = gcloud_qr_create_argv(spec(), shape, queued_options_of(shape), "/m");
+  ASSERT_GE(argv.size(), 8u);
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 8),
+            (std::vector<std::string>{"gcloud", "compute", "tpus", "queued-resources", "create", "qr1", "--node-id", "rc"}));
+  EXPECT_THAT(argv, Contains("--spot"));
+  EXPECT_THAT(argv, Not(Contains("--version")));
+  // a node of a multislice queued resource: refused
+  std::string multi = json;
+  multi.insert(multi.rfind('}'), R"(, "multisliceNode": true)");
+  const auto why = why_not_recreatable(read_tpu_vm_shape(multi));
   ASSERT_TRUE(why);
-  EXPECT_THAT(*why, HasSubstr("queued resource projects/p/locations/us-central2-b/queuedResources/qr1"));
-  EXPECT_THAT(*why, HasSubstr("does not recreate"));
+  EXPECT_THAT(*why, HasSubstr("multislice queued resource projects/p/locations/us-central2-b/queuedResources/qr1"));
 }
 
 TEST(TpuRecreate, RefusesWhatIsNotADescribeOrAnUnsafeMetadataKey) {

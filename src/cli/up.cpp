@@ -1,0 +1,199 @@
+// tpurun up: the pod's TPU VM from its "create" block, set up and checked.
+#include "cli/up.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "cli/doctor.hpp"
+#include "tpurun/cloud/up.hpp"
+#include "tpurun/fanout/printer.hpp"
+#include "tpurun/pod/describe_cache.hpp"
+#include "tpurun/pod/placement.hpp"
+#include "tpurun/tpu/kill_audit.hpp"
+#include "tpurun/util/duration.hpp"
+#include "tpurun/util/identity.hpp"
+#include "tpurun/util/text.hpp"
+#include "tpurun/util/usage_error.hpp"
+
+namespace tpurun::cli {
+namespace {
+
+std::string state_dir(const Environment& env) {
+  auto xdg = env.get("XDG_STATE_HOME");
+  if (xdg && !xdg->empty() && xdg->front() == '/') return *xdg + "/tpurun";
+  return expand_home("~/.local/state/tpurun", env);
+}
+
+std::string tier(const CreateSpec& c) {
+  if (c.spot) return "spot";
+  if (c.reserved) return "reserved";
+  if (c.guaranteed) return "guaranteed";
+  if (c.best_effort) return "best-effort";
+  return "on demand";
+}
+
+UpJob make_job(const PodConfig& pod, const UpOptions& o, Context& ctx) {
+  if (!pod.gcloud) {
+    throw UsageError(fmt::format("pod '{}' lists its workers: `up` makes a gcloud pod's TPU VM (a pod with "
+                                 "\"gcloud\" and \"create\"; docs/config.md)", pod.name));
+  }
+  if (!pod.create) {
+    throw UsageError(fmt::format("pod '{}' has no \"create\" block: say how to make its TPU VM, e.g. \"create\": "
+                                 "{{\"accelerator_type\": \"v4-16\", \"runtime_version\": \"tpu-ubuntu2204-base\", "
+                                 "\"spot\": true, \"zones\": [\"{}\"]}} (docs/config.md)",
+                                 pod.name, pod.gcloud->zone));
+  }
+  UpJob job;
+  job.pod = pod.name;
+  job.user = local_user(ctx.env);
+  job.gcloud = *pod.gcloud;
+  job.create = *pod.create;
+  job.setup_script = pod.setup_script;
+  job.state_dir = state_dir(ctx.env);
+  job.audit_path = default_audit_path(ctx.env);
+  job.fanout = o.fanout;
+  job.keep = o.keep;
+  job.max_queued = o.max_queued.empty()
+                       ? job.create.max_queued
+                       : std::chrono::duration_cast<std::chrono::seconds>(parse_duration(o.max_queued));
+  job.poll = parse_duration(o.poll);
+  if (job.poll.count() <= 0) throw UsageError("--poll must be positive");
+  return job;
+}
+
+// Where the VM is now (the zone `up` made it in, else gcloud.zone): NOT_FOUND when gone.
+TpuNode describe_now(const PodConfig& pod, Context& ctx) {
+  try {
+    return describe_node(pod.name, *pod.gcloud, ctx.processes);
+  } catch (const TpuUnavailable& e) {
+    return e.node();
+  }
+}
+
+int finish(const UpJob& job, const UpResult& r, LinePrinter& printer, Context& ctx, bool made) {
+  printer.clear_progress();
+  if (!r.ok) {
+    printer.note(fmt::format("up {}: {}", r.cancelled ? "interrupted" : "failed", r.why));
+    if (!r.fix.empty()) printer.note("  fix: " + r.fix);
+    return r.cancelled ? interrupt_exit_code() : 1;
+  }
+  if (r.node) keep_describe(GcloudSpec{job.gcloud.name, r.zone, job.gcloud.project, job.gcloud.internal_ip}, *r.node,
+                            ctx.env);
+  const auto doctor_start = std::chrono::steady_clock::now();
+  DoctorOptions doctor;
+  doctor.target.fanout = job.fanout;
+  const int doctor_exit = run_doctor(doctor, ctx);
+  const double doctor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - doctor_start).count();
+  const std::string where = fmt::format("TPU VM {} in {}{}", job.gcloud.name, r.zone,
+                                        r.queued_resource.empty() ? "" : ", queued resource " + r.queued_resource);
+  if (made) {
+    printer.note(fmt::format("times: create to READY {:.1f}s; then up's own steps {:.1f}s (keys, workers answering) "
+                             "and doctor {:.1f}s; setup {:.1f}s",
+                             r.provision_s, r.own_s, doctor_s, r.setup_s));
+  }
+  if (doctor_exit != 0) {
+    printer.note(fmt::format("pod '{}' is up ({}), but doctor found errors (above): fix them before `tpurun stage`",
+                             job.pod, where));
+    return 1;
+  }
+  printer.note(fmt::format("pod '{}' is ready: {} ({}); `tpurun stage -- CMD` runs on it, `tpurun down --yes` "
+                           "deletes it", job.pod, where, r.node ? count_of(r.node->workers.size(), "worker") : "?"));
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* register_up(CLI::App& app, UpOptions& o) {
+  CLI::App* cmd = app.add_subcommand("up", "Make the pod's TPU VM (queued resources, zone failover), set it up, check it");
+  cmd->add_flag("--dry-run", o.dry_run, "Print the exact gcloud commands, zone by zone; create nothing");
+  cmd->add_flag("--keep", o.keep,
+                "When up stops early (Ctrl-C, a failure), leave what it made (a waiting queued resource) instead of "
+                "deleting it");
+  cmd->add_flag("--setup", o.setup, "On a pod that is READY already: run its setup script again");
+  cmd->add_option("--max-queued", o.max_queued,
+                  "How long one zone may keep the queued resource waiting before the next zone (default: "
+                  "create.max_queued; 0: no limit)");
+  cmd->add_option("--poll", o.poll, "How often to ask gcloud while waiting")->group("");
+  cmd->add_option("--fanout", o.fanout, "At most this many workers at once")->default_str("64")->check(CLI::Range(1, 4096));
+  cmd->footer(R"(The pod needs "gcloud" and "create" in its config (docs/config.md):
+  "create": { "accelerator_type": "v4-16", "runtime_version": "tpu-ubuntu2204-base",
+              "spot": true, "zones": ["us-central2-b", "us-east1-d"], "max_queued": "30m" }
+
+Queued (the default): a queued resource in the first zone, waited on through
+WAITING_FOR_RESOURCES, PROVISIONING and ACTIVE (a live status line: state, time
+in it, zone). FAILED (its error is printed) or waiting past max_queued: deleted
+with --force, then the next zone. "queued": false: `tpu-vm create`; no capacity
+(code 8), no reservation (9) or preempted while creating (3): the next zone;
+quota and permission errors stop, with the fix.
+
+Then: your key and the workers' host keys (as gcloud does on first use), the
+workers answering, the pod's "setup" script on every worker (one line per
+worker; output in ~/.local/state/tpurun/up-POD.setup.log), doctor's checks.
+Exit 0 when the pod is ready for `tpurun stage`. The zone it was made in is
+recorded (~/.local/state/tpurun/placements/): later commands find it there.
+
+Ctrl-C or a failure deletes what this up made (the queued resource with
+--force, or the VM), and says so; --keep leaves it. On a READY pod, up says so
+and changes nothing (--setup runs the setup again). Every create and delete
+is in ~/.local/state/tpurun/audit.jsonl first.
+
+Examples:
+  tpurun up --dry-run                 # the gcloud commands, zone by zone
+  tpurun --pod v5e-64 up              # queued, zone failover, setup, doctor
+  tpurun up --max-queued 2h --keep    # wait longer per zone; keep a waiting one on Ctrl-C
+  tpurun up --setup                   # a READY pod: run its setup again
+  tpurun down --yes                   # the VM and its queued resource, gone)");
+  return cmd;
+}
+
+int run_up(const UpOptions& o, Context& ctx) {
+  PodRequest request = ctx.pod_request;
+  request.need_workers = false;
+  PodConfig pod = load_pod(request, ctx.env, ctx.processes);
+  UpJob job = make_job(pod, o, ctx);
+  if (o.dry_run) {
+    fmt::print(ctx.out, "up --dry-run: pod '{}', TPU VM {} ({}, {}, {}), {}; nothing is created\n", pod.name,
+               job.gcloud.name, job.create.accelerator_type, job.create.runtime_version, tier(job.create),
+               job.create.queued ? "through a queued resource" : "tpu-vm create");
+    for (const std::string& line : up_plan(job)) fmt::print(ctx.out, "  {}\n", line);
+    return 0;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(job.state_dir, ec);
+  LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+  auto transport = ctx.make_transport(pod);
+  UpIo io{ctx.processes, *transport, ctx.env, ctx.cancel, [&](const std::string& line) { printer.note(line); },
+          [&](const std::string& line) { printer.progress(line); }};
+
+  const TpuNode now = describe_now(pod, ctx);
+  if (now.ready() && !now.workers.empty()) {
+    printer.note(fmt::format("pod '{}': TPU VM {} is READY in {} already; nothing is created{}", pod.name,
+                             job.gcloud.name, pod.gcloud->zone, o.setup ? "" : " (--setup runs its setup again)"));
+    job.gcloud.zone = pod.gcloud->zone;
+    UpResult r = o.setup ? prepare_ready_vm(job, now, true, io) : UpResult{};
+    if (!o.setup) {
+      r.ok = true;
+      r.node = now;
+    }
+    r.zone = pod.gcloud->zone;
+    return finish(job, r, printer, ctx, false);
+  }
+  if (now.state != "NOT_FOUND") {
+    throw std::runtime_error(fmt::format(
+        "pod '{}': TPU VM {} exists in {} and is {}: `tpurun down --yes` deletes it (and its queued resource), "
+        "then `tpurun up` makes it again",
+        pod.name, job.gcloud.name, pod.gcloud->zone, describe_state(now)));
+  }
+  forget_describe(*pod.gcloud, ctx.env);
+  printer.note(fmt::format("pod '{}': making TPU VM {} ({}, {}) {} in {}", pod.name, job.gcloud.name,
+                           job.create.accelerator_type, tier(job.create),
+                           job.create.queued ? "through a queued resource" : "with tpu-vm create",
+                           fmt::join(job.create.zones, ", then ")));
+  const UpResult r = bring_up(job, io);
+  return finish(job, r, printer, ctx, true);
+}
+
+}  // namespace tpurun::cli

@@ -1,0 +1,129 @@
+// provision: zone after zone, on a runner that plays gcloud from a script.
+#include "cloud/provision.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+
+#include "fakes/temp_dir.hpp"
+#include "pod/gcloud_fixtures.hpp"
+#include "tpurun/transport/shell_quote.hpp"
+
+namespace tpurun {
+namespace {
+
+// Answers by what gcloud was asked (verb and zone), in order per key.
+class ScriptedGcloud : public ProcessRunner {
+ public:
+  ProcessResult run(const std::vector<std::string>& argv, const std::string&,
+                    const std::optional<std::string>&) override {
+    calls.push_back(shell_display(argv));
+    std::string key = argv.size() > 4 ? argv[3] + " " + argv[4] : argv[0];
+    for (size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == "--zone") key += " " + argv[i + 1];
+    }
+    auto& queue = answers[key];
+    if (queue.empty()) return ProcessResult{1, "", "ERROR: (gcloud) NOT_FOUND: Resource was not found\n"};
+    ProcessResult r = queue.front();
+    if (queue.size() > 1) queue.erase(queue.begin());
+    return r;
+  }
+  std::map<std::string, std::vector<ProcessResult>> answers;
+  std::vector<std::string> calls;
+};
+
+ProcessResult ok(const std::string& out = "") { return ProcessResult{0, out, ""}; }
+ProcessResult qr(const std::string& state, const std::string& error = "") {
+  std::string failed = error.empty() ? "" : R"(, "failedData": {"error": {"code": 8, "message": ")" + error + R"("}})";
+  return ok(R"({"name": "projects/p/locations/z/queuedResources/tpu", "state": {"state": ")" + state + "\"" + failed + "}}");
+}
+
+class ProvisionTest : public ::testing::Test {
+ protected:
+  ProvisionTest() {
+    job_.pod = "p";
+    job_.gcloud = GcloudSpec{"tpu", "z1", "proj", true};
+    job_.create.accelerator_type = "v4-32";
+    job_.create.runtime_version = "tpu-ubuntu2204-base";
+    job_.create.zones = {"z1", "z2"};
+    job_.metadata_dir = dir_.path() + "/metadata";
+    job_.poll = std::chrono::milliseconds(1);
+  }
+  ProvisionResult run() {
+    ProvisionIo io{calls_, cancel_, [&](const std::string& line) { said_.push_back(line); }, [](const std::string&) {}};
+    return provision(job_, io);
+  }
+  bool said(const std::string& text) const {
+    for (const auto& line : said_) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  testing::TempDir dir_;
+  ScriptedGcloud gcloud_;
+  GcloudCalls calls_{gcloud_, "", "alice", "p"};
+  CancelToken cancel_;
+  ProvisionJob job_;
+  std::vector<std::string> said_;
+};
+
+TEST_F(ProvisionTest, AFailedQueuedResourceIsDeletedAndTheNextZoneTried) {
+  // given: z1's queued resource goes FAILED; z2's becomes ACTIVE with a READY node
+  gcloud_.answers["queued-resources describe z1"] = {{1, "", "NOT_FOUND: not found"}, qr("WAITING_FOR_RESOURCES"),
+                                                      qr("FAILED", "no more capacity")};
+  gcloud_.answers["queued-resources create z1"] = {ok()};
+  gcloud_.answers["queued-resources delete z1"] = {ok()};
+  gcloud_.answers["queued-resources describe z2"] = {{1, "", "NOT_FOUND: not found"}, qr("ACTIVE")};
+  gcloud_.answers["queued-resources create z2"] = {ok()};
+  gcloud_.answers["tpu-vm describe z2"] = {ok(testing::kDescribeV4_32)};
+  // when
+  const ProvisionResult r = run();
+  // then: the node in z2, z1's queued resource deleted with --force, and said why
+  ASSERT_TRUE(r.node.has_value()) << r.why;
+  EXPECT_EQ(r.where.zone, "z2");
+  EXPECT_EQ(r.queued_resource, "tpu");
+  ASSERT_TRUE(r.made.has_value());
+  EXPECT_EQ(r.made->where.zone, "z2");
+  EXPECT_TRUE(said("queued resource tpu is FAILED: no more capacity (code 8): deleting it (--force)"));
+  EXPECT_TRUE(said("trying z2"));
+  bool deleted = false;
+  for (const auto& c : gcloud_.calls) {
+    deleted |= c == "gcloud compute tpus queued-resources delete tpu --zone z1 --project proj --force --quiet";
+  }
+  EXPECT_TRUE(deleted);
+}
+
+TEST_F(ProvisionTest, PlainCreateMovesOnOnCode8AndStopsOnQuota) {
+  // given: plain creates; z1 has no capacity, z2 is over quota
+  job_.create.queued = false;
+  gcloud_.answers["tpu-vm create z1"] = {{1, "", "ERROR: (gcloud.compute.tpus.tpu-vm.create) {\n  \"code\": 8,\n  "
+                                                  "\"message\": \"There is no more capacity in the zone\"\n}\n"}};
+  gcloud_.answers["tpu-vm create z2"] = {{1, "", "ERROR: Quota 'TPUV4_PODSLICE' exceeded. Limit: 32\n"}};
+  // when
+  const ProvisionResult r = run();
+  // then: z1 said and skipped, z2's quota stops with a fix
+  EXPECT_FALSE(r.node.has_value());
+  EXPECT_TRUE(said("There is no more capacity in the zone\" }; trying z2")) << said_.front();
+  EXPECT_NE(r.why.find("Quota 'TPUV4_PODSLICE' exceeded"), std::string::npos) << r.why;
+  EXPECT_NE(r.fix.find("quota"), std::string::npos);
+  EXPECT_FALSE(r.made.has_value());
+}
+
+TEST_F(ProvisionTest, ACancelLeavesWhatWasMadeForTheCaller) {
+  // given: Ctrl-C while the queued resource waits
+  std::atomic<bool> flag{true};
+  cancel_ = CancelToken(&flag);
+  gcloud_.answers["queued-resources describe z1"] = {{1, "", "NOT_FOUND: not found"}};
+  gcloud_.answers["queued-resources create z1"] = {ok()};
+  // when
+  const ProvisionResult r = run();
+  // then: cancelled; the caller deletes what `made` names
+  EXPECT_TRUE(r.cancelled);
+  ASSERT_TRUE(r.made.has_value());
+  EXPECT_TRUE(r.made->queued);
+}
+
+}  // namespace
+}  // namespace tpurun
