@@ -78,12 +78,12 @@ race() {
   wait_verdict "$winner" "$run" stopped
 }
 
-note "20 rounds: alice and bob stage the same 4 workers at the same moment"
-for i in $(seq 1 20); do race race 4 alice bob "$i"; done
-note "6 rounds: alice stages twice at the same moment"
-for i in $(seq 21 26); do race race 4 alice alice "$i"; done
-note "4 rounds: alice and bob stage the same multi-slice pod (2 slices of 2 workers)"
-for i in $(seq 27 30); do race ra,rb 4 alice bob "$i"; done
+note "14 rounds: alice and bob stage the same 4 workers at the same moment"
+for i in $(seq 1 14); do race race 4 alice bob "$i"; done
+note "4 rounds: alice stages twice at the same moment"
+for i in $(seq 15 18); do race race 4 alice alice "$i"; done
+note "2 rounds: alice and bob stage the same multi-slice pod (2 slices of 2 workers)"
+for i in $(seq 19 20); do race ra,rb 4 alice bob "$i"; done
 
 note "--wait: bob waits for alice's run to end, then launches"
 expect_exit 0 tpurun_as alice -C "$aproj" stage --detach -- python3 train.py --steps 6 --step-time 0.5
