@@ -199,7 +199,7 @@ interrupted_up() {  # ARGS...: up, Ctrl-C once its queued resource waits; sets $
     "$TPURUN" up --poll 500ms --max-queued 0 "$@" >"$SCRATCH/int.out" 2>"$SCRATCH/int.err" &
   local up_pid=$! rc=0
   set +m
-  for _ in $(seq 300); do grep -q "WAITING_FOR_RESOURCES" "$SCRATCH/int.err" && break; sleep 0.1; done
+  for _ in $(seq 1200); do grep -q "WAITING_FOR_RESOURCES" "$SCRATCH/int.err" && break; sleep 0.1; done  # a hang guard
   grep -q "WAITING_FOR_RESOURCES" "$SCRATCH/int.err" || fail "up never waited: $(cat "$SCRATCH/int.err")"
   kill -INT -- "-$up_pid"  # its process group, as Ctrl-C on a terminal
   wait "$up_pid" || rc=$?
