@@ -40,6 +40,7 @@ home=$(getent passwd alice | cut -d: -f6)
 trap 'rm -rf "$home/.tpurun"; bench_pod_restore' EXIT
 results=$work/results
 : >"$results"
+install -d -o alice -g "$(id -g alice)" "$work/alice"  # what alice's commands write (rss)
 src=/var/tmp/tpurun-bench-src-$FILES-$BYTES-alice
 bench_tree "$src" git alice
 
@@ -62,9 +63,9 @@ wipe_workers() {  # nothing of tpurun's or rsync's on any worker, nothing here
   install -d -o alice -g "$(id -g alice)" "$work/cache"
 }
 tp_stage() {
-  (cd "$src" && as_alice /usr/bin/time -f '%M' -o "$work/rss" "$bin" --config "$FAKEPOD_CONFIG" stage --detach -- true) \
+  (cd "$src" && as_alice /usr/bin/time -f '%M' -o "$work/alice/rss" "$bin" --config "$FAKEPOD_CONFIG" stage --detach -- true) \
     >/dev/null 2>"$work/stage.err" || { echo "stage failed: $(tail -5 "$work/stage.err")" >&2; exit 1; }
-  echo "rss_kib $(cat "$work/rss")" >>"$work/extra"
+  echo "rss_kib $(cat "$work/alice/rss")" >>"$work/extra"
   sed -n 's/.*sent [0-9]* files\? (\([^)]*\)).*/sent \1/p' "$work/stage.err" >>"$work/extra"
 }
 rsync_all() {
@@ -77,7 +78,11 @@ gcloud_scp() {
   as_alice gcloud compute tpus tpu-vm scp --recurse "$src" sim-tpu:gcloud-dest --worker=all --zone us-central2-b \
     >/dev/null 2>&1
 }
-change_one() { as_alice sh -c "echo \"# change \$(date +%s%N)\" >>'$src/$(cd "$src" && git ls-files | head -1)'"; }
+change_one() {
+  local f
+  f=$(as_alice git -C "$src" ls-files | sed -n 1p)  # (sed reads it all: no SIGPIPE)
+  as_alice sh -c "echo \"# change \$(date +%s%N)\" >>'$src/$f'"
+}
 
 # Warm-up: host keys, gcloud's keys, the page cache.
 wipe_workers
@@ -96,7 +101,7 @@ for rep in $(seq "$REPS"); do
   timed rsync/changed rsync_all
   if [[ $GCLOUD == 1 ]]; then timed gcloud/fresh gcloud_scp; fi
 done
-(cd "$src" && git checkout -q -- . 2>/dev/null) || true
+as_alice git -C "$src" checkout -q -- . 2>/dev/null || true
 
 /usr/bin/python3 - "$results" "$work/extra" "$WORKERS" "$FILES" "$BYTES" "$root/bench" <<'PY'
 import sys
