@@ -19,6 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kTag = "TPURUN-PUSH ";
+constexpr std::chrono::seconds kAnswerWait{120};  // ample for stat-ing or linking 10k files there
 
 std::string trim(std::string text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
@@ -38,7 +39,10 @@ std::string answer_text(const std::string& line) {
 class LineReader {
  public:
   LineReader(ExecStream& stream, const CancelToken& cancel) : stream_(stream), cancel_(cancel) {}
+  // A worker that stops answering (frozen, its link gone quiet) ends the
+  // wait after kAnswerWait: the stage then names it, and nothing starts.
   Result<std::string, std::string> line() {
+    const auto deadline = Clock::now() + kAnswerWait;
     for (;;) {
       if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
         std::string line = buffer_.substr(0, nl);
@@ -46,6 +50,9 @@ class LineReader {
         return line;
       }
       if (cancel_.cancelled()) return unexpected(interrupted_by());
+      if (Clock::now() > deadline) {
+        return unexpected(fmt::format("the worker did not answer for {} s", kAnswerWait.count()));
+      }
       auto got = stream_.read(200);
       if (!got) return unexpected(got.error().message);
       if (got->eof) {

@@ -126,7 +126,7 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
     if (kind == 'W') {
       write_file_atomic(local, std::string(data));
     } else {
-      UniqueFd fd(::open(local.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+      UniqueFd fd(::open(local.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
       if (!fd) throw std::runtime_error(fmt::format("cannot write {}: {}", local, std::strerror(errno)));
       if (offset == 0) ::ftruncate(fd.get(), 0);  // a log that started again
       size_t done = 0;
