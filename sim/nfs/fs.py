@@ -17,7 +17,8 @@ What comes from where:
   first; when this daemon then sees the directory changed (in whatever
   reply brings its attributes: GETATTR, OPENDIR, SETATTR, a LOOKUP of it or
   of any name in it, as nfs3_proc_lookup's dir_attr), it drops every name it
-  handed out in it; a subdirectory's entry is only timed out, so what is
+  handed out in it (misses are kept by this daemon, not the kernel, so they
+  go before that reply; see lookup); a subdirectory's entry is only timed out, so what is
   cached below an unchanged subdirectory stays (_expire_entry). A stat(),
   even with AT_STATX_FORCE_SYNC, of a name cached as missing therefore stays
   ENOENT until that happens: the forced sync applies to the inode at the end
@@ -92,7 +93,7 @@ class Node:
     """One inode this client knows, by its file handle (handles.py)."""
 
     __slots__ = ("ino", "pool", "handle", "pinned", "lookups", "opens", "is_dir", "attr", "given",
-                 "dirty", "forgetting", "__weakref__")
+                 "misses", "dirty", "forgetting", "__weakref__")
 
     def __init__(self, ino, pool, fd, is_dir):
         self.ino = ino
@@ -105,8 +106,11 @@ class Node:
         self.is_dir = is_dir
         self.attr = None  # AttrTimeo once attributes were handed out
         # Names in this directory the kernel may have cached: True for a
-        # directory (see _expire_entry), False for anything else or a miss.
+        # directory (see _expire_entry), False for anything else.
         self.given = {}
+        # Names in this directory looked up and not found: the client's
+        # negative dentries. Kept here, not in the kernel (see lookup).
+        self.misses = set()
         self.dirty = Dirty()
         self.forgetting = []  # threads dropping names handed out in this directory
 
@@ -294,6 +298,7 @@ class NfsClient(pyfuse3.Operations):
                 self.nodes[ino] = node
         node.lookups += 1
         dir_node.given[name] = node.is_dir
+        dir_node.misses.discard(name)
         changed, timeo = self._timeout(node, st)
         if changed and not node.is_dir:
             self._drop_attrs(node)
@@ -311,6 +316,7 @@ class NfsClient(pyfuse3.Operations):
         lock to drop a dentry, and a caller may be holding it while it waits
         for the very reply that noticed the change."""
         names, dir_node.given = dir_node.given, {}
+        dir_node.misses = set()
         log.debug("directory %d changed: forgetting %d names", dir_node.ino, len(names))
         if not names:
             return
@@ -500,6 +506,15 @@ class NfsClient(pyfuse3.Operations):
                 raise FUSEError(errno.ESTALE)
             node.lookups += 1
             return self._attrs(node, st, self._timeout(node, st)[1])
+        if name in parent.misses:
+            # A negative dentry NFS still trusts: no LOOKUP goes out (so none
+            # is counted). The misses live here rather than in the kernel's
+            # dcache so that dropping them is synchronous: a kernel entry
+            # can only be invalidated with the directory's lock, which the
+            # kernel holds during the very LOOKUP that shows the change, so
+            # the caller's next lookup could still find the old miss.
+            self.counts["lookup"] -= 1
+            raise FUSEError(errno.ENOENT)
         dir_st = self._stat(parent)
         log.debug("lookup %d %r", parent_inode, name)
         # A LOOKUP reply carries the directory's attributes as well, and the
@@ -516,12 +531,9 @@ class NfsClient(pyfuse3.Operations):
         except FileNotFoundError:
             if self.o.lookupcache != "all":
                 raise FUSEError(errno.ENOENT) from None
-            # A negative dentry: cached until the directory is revalidated.
-            parent.given[name] = False
-            e = pyfuse3.EntryAttributes()
-            e.st_ino = 0
-            e.entry_timeout = FOREVER
-            return e
+            # A negative dentry: cached until the directory is seen changed.
+            parent.misses.add(name)
+            raise FUSEError(errno.ENOENT) from None
         attrs = self._remember(parent, name, st)
         await self._changed_dir_forgotten(attrs)
         return attrs
@@ -785,6 +797,7 @@ class NfsClient(pyfuse3.Operations):
             os.rename(name_old, name_new, src_dir_fd=old.fd, dst_dir_fd=new.fd)
         moved = old.given.pop(name_old, None)
         new.given[name_new] = bool(moved)
+        new.misses.discard(name_new)
 
     # ------------------------------------------------------------ files
 
