@@ -27,7 +27,7 @@ namespace tpurun::testing {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
-struct ScriptedReply {
+struct ServerReply {
   int http_status = 200;
   std::string content_type = "application/grpc";
   std::string body;                              // DATA as sent; grpc_frame() makes one message
@@ -58,7 +58,7 @@ struct ReceivedRequest {
 
 class GrpcTestServer {
  public:
-  using Handler = std::function<ScriptedReply(const ReceivedRequest&)>;
+  using Handler = std::function<ServerReply(const ReceivedRequest&)>;
 
   explicit GrpcTestServer(Handler handler) : handler_(std::move(handler)) {
     int fds[2];
@@ -88,7 +88,7 @@ class GrpcTestServer {
   struct StreamState {
     ReceivedRequest request;
     std::string body;  // framed, as received
-    ScriptedReply reply;
+    ServerReply reply;
     std::string out;   // the reply's DATA still to send
     size_t sent = 0;
   };
@@ -148,7 +148,7 @@ class GrpcTestServer {
       requests_.push_back(s.request);
     }
     s.reply = handler_(s.request);
-    const ScriptedReply& r = s.reply;
+    const ServerReply& r = s.reply;
     if (r.silent) return;
     if (r.close_connection) {
       close_now_ = true;

@@ -14,13 +14,13 @@ using testing::FakeTransport;
 using testing::GrpcTestServer;
 using testing::grpc_frame;
 using testing::ReceivedRequest;
-using testing::ScriptedReply;
+using testing::ServerReply;
 
 std::string vector_bytes(const std::string& name) { return testing::vector_bytes("metrics_vectors", name); }
 
 // libtpu as the vectors have it: a v4 host with four chips.
-ScriptedReply libtpu_v4(const ReceivedRequest& r) {
-  ScriptedReply reply;
+ServerReply libtpu_v4(const ReceivedRequest& r) {
+  ServerReply reply;
   if (r.message == vector_bytes("request_usage")) reply.body = grpc_frame(vector_bytes("usage_v4"));
   else if (r.message == vector_bytes("request_total")) reply.body = grpc_frame(vector_bytes("total_v4"));
   else if (r.message == vector_bytes("request_duty")) reply.body = grpc_frame(vector_bytes("duty_v4"));
@@ -82,7 +82,7 @@ TEST(MetricsFetchTest, ABrokenSessionIsAnError) {
 
 TEST(MetricsFetchTest, AServiceThatAnswersOnlyErrors) {
   GrpcTestServer server([](const ReceivedRequest&) {
-    ScriptedReply reply;
+    ServerReply reply;
     reply.trailers_only = true;
     reply.trailers = {{"grpc-status", "14"}, {"grpc-message", "runtime shutting down"}};
     return reply;

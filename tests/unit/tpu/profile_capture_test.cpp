@@ -17,7 +17,7 @@ using testing::FakeTransport;
 using testing::GrpcTestServer;
 using testing::grpc_frame;
 using testing::ReceivedRequest;
-using testing::ScriptedReply;
+using testing::ServerReply;
 
 // The fields of a received ProfileRequest that line hosts up.
 struct Seen {
@@ -47,7 +47,7 @@ Seen seen(const std::string& message) {
 class ProfileCaptureTest : public ::testing::Test {
  protected:
   // Worker i answers the port check with `listener`, and serves with `reply`.
-  void serve(int i, const std::string& listener, ScriptedReply reply = {}) {
+  void serve(int i, const std::string& listener, ServerReply reply = {}) {
     transport_.behaviour[i].out = listener;
     auto server = std::make_shared<GrpcTestServer>([reply](const ReceivedRequest&) { return reply; });
     servers_.push_back(server);
@@ -116,7 +116,7 @@ TEST_F(ProfileCaptureTest, NoListenerOtherUsersAndOtherRunsAreNeverCalled) {
 }
 
 TEST_F(ProfileCaptureTest, ServerErrorIsTheCallFailing) {
-  ScriptedReply busy;
+  ServerReply busy;
   busy.trailers = {{"grpc-status", "13"}, {"grpc-message", "Another profiling session active."}};
   busy.trailers_only = true;
   serve(0, "listener 1000 alice mine 42 RUN\n", busy);

@@ -17,7 +17,7 @@ using testing::GrpcTestServer;
 using testing::grpc_frame;
 using testing::kBobHoldsEverything;
 using testing::ReceivedRequest;
-using testing::ScriptedReply;
+using testing::ServerReply;
 
 // A MetricResponse with one gauge per chip (built with the wire writer; the
 // decoder's own vectors come from protobuf, metrics_proto_test.cpp).
@@ -53,7 +53,7 @@ std::string response(const std::string& name, const std::vector<double>& values,
 // libtpu on a worker whose chips run at `duty` percent with 8 of 32 GiB used.
 GrpcTestServer::Handler libtpu(double duty) {
   return [duty](const ReceivedRequest& r) {
-    ScriptedReply reply;
+    ServerReply reply;
     auto decoded = r.message;
     if (decoded.find(kHbmUsageMetric) != std::string::npos) reply.body = grpc_frame(response(kHbmUsageMetric, {8.0 * (1 << 30), 8.0 * (1 << 30)}, true));
     if (decoded.find(kHbmTotalMetric) != std::string::npos) reply.body = grpc_frame(response(kHbmTotalMetric, {32.0 * (1 << 30), 32.0 * (1 << 30)}, true));

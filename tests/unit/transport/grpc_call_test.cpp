@@ -11,7 +11,7 @@ namespace {
 using testing::GrpcTestServer;
 using testing::grpc_frame;
 using testing::ReceivedRequest;
-using testing::ScriptedReply;
+using testing::ServerReply;
 
 std::vector<GrpcReply> call(GrpcTestServer& server, std::vector<GrpcCall> calls, int deadline_ms = 5000) {
   auto stream = server.client_stream();
@@ -25,7 +25,7 @@ std::vector<GrpcReply> call(GrpcTestServer& server, std::vector<GrpcCall> calls,
 
 TEST(GrpcCallTest, ConcurrentCallsGetTheirOwnRepliesInOrder) {
   GrpcTestServer server([](const ReceivedRequest& r) {
-    ScriptedReply reply;
+    ServerReply reply;
     reply.body = grpc_frame("echo:" + r.message);
     return reply;
   });
@@ -51,7 +51,7 @@ TEST(GrpcCallTest, ConcurrentCallsGetTheirOwnRepliesInOrder) {
 
 TEST(GrpcCallTest, ErrorStatusInTrailersWithPercentEncodedMessage) {
   GrpcTestServer server([](const ReceivedRequest&) {
-    ScriptedReply reply;
+    ServerReply reply;
     reply.trailers = {{"grpc-status", "5"}, {"grpc-message", "metric x: not found %E2%9C%97 100%25"}};
     return reply;
   });
@@ -63,7 +63,7 @@ TEST(GrpcCallTest, ErrorStatusInTrailersWithPercentEncodedMessage) {
 
 TEST(GrpcCallTest, TrailersOnlyReply) {
   GrpcTestServer server([](const ReceivedRequest&) {
-    ScriptedReply reply;
+    ServerReply reply;
     reply.trailers_only = true;
     reply.trailers = {{"grpc-status", "12"}, {"grpc-message", "unknown method"}};
     return reply;
@@ -77,7 +77,7 @@ TEST(GrpcCallTest, TrailersOnlyReply) {
 
 TEST(GrpcCallTest, HttpErrorWithoutGrpcStatusMapsAsGrpcSays) {
   GrpcTestServer server([](const ReceivedRequest&) {
-    ScriptedReply reply;
+    ServerReply reply;
     reply.http_status = 503;
     reply.content_type = "text/html";
     reply.trailers_only = true;
@@ -91,7 +91,7 @@ TEST(GrpcCallTest, HttpErrorWithoutGrpcStatusMapsAsGrpcSays) {
 
 TEST(GrpcCallTest, ResetStreamAndMissingStatus) {
   GrpcTestServer server([](const ReceivedRequest& r) {
-    ScriptedReply reply;
+    ServerReply reply;
     if (r.message == "reset") reply.reset = NGHTTP2_REFUSED_STREAM;
     if (r.message == "cancel") reply.reset = NGHTTP2_CANCEL;
     if (r.message == "nostatus") reply.trailers = {};
@@ -107,7 +107,7 @@ TEST(GrpcCallTest, ResetStreamAndMissingStatus) {
 
 TEST(GrpcCallTest, ConnectionClosedBeforeTheReplyIsUnavailable) {
   GrpcTestServer server([](const ReceivedRequest&) {
-    ScriptedReply reply;
+    ServerReply reply;
     reply.close_connection = true;
     return reply;
   });
@@ -117,7 +117,7 @@ TEST(GrpcCallTest, ConnectionClosedBeforeTheReplyIsUnavailable) {
 
 TEST(GrpcCallTest, NoReplyByTheDeadline) {
   GrpcTestServer server([](const ReceivedRequest& r) {
-    ScriptedReply reply;
+    ServerReply reply;
     reply.silent = r.message == "hang";
     reply.body = grpc_frame("ok");
     return reply;
@@ -131,7 +131,7 @@ TEST(GrpcCallTest, NoReplyByTheDeadline) {
 TEST(GrpcCallTest, ALargeReplyArrivesWhole) {
   const std::string big(300000, 'x');  // past the 64 KiB initial window and many DATA frames
   GrpcTestServer server([&](const ReceivedRequest&) {
-    ScriptedReply reply;
+    ServerReply reply;
     reply.body = grpc_frame(big);
     return reply;
   });
