@@ -62,9 +62,22 @@ _ns_pids() {
     if [[ $(readlink "$p/ns/pid" 2>/dev/null) == "$ns" ]]; then echo "${p#/proc/}"; fi
   done
 }
+# One sweep is not enough: a process forked while it runs (an sshd session
+# being set up) escapes it, and that session then answers the watcher's
+# probes for a "frozen" worker. Sweep until every process is stopped.
 freeze_worker() {
   on_exit "thaw_worker $1"
-  _ns_pids "$1" | xargs -r kill -STOP
+  local running p
+  for _ in $(seq 100); do
+    _ns_pids "$1" | xargs -r kill -STOP
+    running=""
+    for p in $(_ns_pids "$1"); do
+      case $(ps -o stat= -p "$p" 2>/dev/null) in T* | Z* | "") ;; *) running+=" $p" ;; esac
+    done
+    [[ -z $running ]] && return 0
+    sleep 0.1
+  done
+  fail "w$1 not frozen: still running after SIGSTOP:$running"
 }
 thaw_worker() {
   _ns_pids "$1" | xargs -r kill -CONT
