@@ -125,10 +125,10 @@ std::string remote_path_word(const std::string& path) {
 Result<PushResult, std::string> push_snapshot(Connection& connection, const StagedSnapshot& snapshot,
                                               const PushTarget& target, const CancelToken& cancel,
                                               const std::function<void()>& keepalive) {
-  std::string command = "exec python3 -c " + shell_quote(staging::push_worker_program()) + " " +
-                        remote_path_word(target.staging_root) + " " + remote_path_word(target.logs_root) + " " +
-                        shell_join({target.user, snapshot.name, snapshot.tree_hash});
-  if (!target.run_id.empty()) command += " " + shell_join({target.project, target.run_id});
+  std::vector<std::string> words = {remote_path_word(target.staging_root), remote_path_word(target.logs_root),
+                                    shell_join({target.user, snapshot.name, snapshot.tree_hash})};
+  if (!target.run_id.empty()) words.push_back(shell_join({target.project, target.run_id}));
+  const std::string command = python3_command(staging::push_worker_program(), words);
   auto opened = connection.open_exec(command, cancel);
   if (!opened) return unexpected(opened.error().message);
   ExecStream& stream = **opened;

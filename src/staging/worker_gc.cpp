@@ -67,8 +67,7 @@ WorkerGcReport collect_garbage_on(Connection& connection, const std::string& sta
                                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                                       request.now.time_since_epoch()).count())};
   for (const auto& [name, runs] : request.in_use) args.push_back(name);
-  const std::string command =
-      "exec python3 -c " + shell_quote(kProgram) + " " + remote_path_word(staging_root) + " " + shell_join(args);
+  const std::string command = python3_command(kProgram, {remote_path_word(staging_root), shell_join(args)});
   CaptureSink sink;
   WorkerGcReport report;
   auto ran = connection.run(RemoteCommand{command, "", 600000}, sink, cancel);

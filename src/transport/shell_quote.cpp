@@ -46,4 +46,10 @@ std::string shell_display(const std::vector<std::string>& argv) {
   return joined;
 }
 
+std::string python3_command(std::string_view program, const std::vector<std::string>& words) {
+  std::string command = "exec python3 -c " + shell_quote(program);
+  for (const auto& word : words) command += " " + word;
+  return command;
+}
+
 }  // namespace tpurun

@@ -148,15 +148,36 @@ trap 'exit 130' INT
 [[ $(id -u) == 0 ]] || skip "the e2e tests need root (they drive scripts/fakepod)"
 [[ -x $FAKEPOD ]] || fail "$FAKEPOD not found"
 
+# A test that ctest killed at its timeout may have left a worker frozen
+# (freeze_worker: every process SIGSTOPped, its thaw never run): thaw it.
+for _f in "${FAKEPOD_STATE:-/var/lib/tpurun-fakepod}"/w*/init.pid; do
+  [[ -f $_f ]] || continue
+  _init=$(cat "$_f")
+  [[ $(ps -o stat= -p "$_init" 2>/dev/null) == T* ]] || continue
+  _ns=$(readlink "/proc/$_init/ns/pid") || continue
+  note "a worker left frozen by an earlier test ($_f): thawing it"
+  for _p in /proc/[0-9]*; do
+    [[ $(readlink "$_p/ns/pid" 2>/dev/null) == "$_ns" ]] && kill -CONT "${_p#/proc/}" 2>/dev/null
+  done
+done
 "$FAKEPOD" up "$FAKEPOD_WORKERS" >&2 || fail "fakepod up $FAKEPOD_WORKERS failed"
 eval "$("$FAKEPOD" env)"
 # A test that ctest killed at its timeout leaves its runs' watchers behind
 # (they are detached): they would go on acting on pods the next test reuses.
 # Only this pod's (its NFS dir): other pods may be in use by other tests.
+_stale=0
 for _p in $(pgrep -u alice,bob,carol -f -- " _watcher $FAKEPOD_NFS/" || true); do
   note "a watcher left by an earlier test: $(tr '\0' ' ' </proc/"$_p"/cmdline 2>/dev/null); stopping it"
   kill -9 "$_p" 2>/dev/null || true
+  _stale=1
 done
+# Its jobs too (their wrappers, trainers, sessions): every process of the
+# test users on this pod's workers, where nothing of theirs is expected now.
+if [[ $_stale == 1 ]]; then
+  for ((_i = 0; _i < FAKEPOD_WORKERS; _i++)); do
+    "$FAKEPOD" exec "$_i" -- pkill -9 -u alice,bob,carol >/dev/null 2>&1 || true
+  done
+fi
 export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_NET FAKEPOD_WORKERS FAKEPOD_CONFIG FAKEPOD_API FAKEPOD_GCLOUD_CONFIGS \
   FAKEPOD_NFS_MODE FAKEPOD_NFS_EXPORT FAKEPOD_NFS_OPTIONS
 _E2E_READY=1

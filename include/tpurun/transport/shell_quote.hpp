@@ -15,5 +15,9 @@ std::string shell_join(const std::vector<std::string>& argv);
 // when the shell would change it, so `gcloud compute tpus tpu-vm delete rc`
 // reads as typed and still means the same when pasted.
 std::string shell_display(const std::vector<std::string>& argv);
+// A python3 program run on a worker as one command line: `exec python3 -c
+// PROGRAM WORD...` (every TPU VM image has python3; nothing is installed).
+// The WORDS are shell words already: shell_quote'd, or a path that keeps "$HOME".
+std::string python3_command(std::string_view program, const std::vector<std::string>& words);
 
 }  // namespace tpurun

@@ -188,8 +188,9 @@ void LogMirror::mirror(Worker_& w) {
   CancelToken never;
   while (!stopping_ && !w.done) {
     auto connection = transport_.connect(w.worker, never);
-    std::string command = "exec python3 -c " + shell_quote(kProgram) + " " + shell_quote(remote_dir_);
-    for (const auto& [path, offset] : w.state.offsets) command += " " + shell_quote(fmt::format("{}={}", path, offset));
+    std::vector<std::string> words = {shell_quote(remote_dir_)};
+    for (const auto& [path, offset] : w.state.offsets) words.push_back(shell_quote(fmt::format("{}={}", path, offset)));
+    const std::string command = python3_command(kProgram, words);
     Result<std::unique_ptr<ExecStream>, TransportError> stream = unexpected(TransportError{});
     if (connection) stream = (*connection)->open_exec(command, never);
     if (!connection || !stream) {

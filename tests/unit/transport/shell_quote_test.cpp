@@ -56,5 +56,16 @@ TEST(ShellDisplay, PastedIntoAShellEachArgumentArrivesVerbatim) {
   EXPECT_EQ(through_sh(args, shell_display), args);
 }
 
+TEST(Python3Command, TheProgramAndEveryWordArriveVerbatim) {
+  const std::string program = "import sys\nsys.stdout.write('\\0'.join(sys.argv[1:]))  # it's \"quoted\"";
+  const std::vector<std::string> args = {"two words", "it's", "$(touch /tmp/pwned)", "a;b", "line1\nline2", ""};
+  std::vector<std::string> words;
+  for (const auto& a : args) words.push_back(shell_quote(a));
+  CaptureSink sink;
+  auto r = run_subprocess({"/bin/sh", "-c", python3_command(program, words)}, "", std::nullopt, sink, CancelToken());
+  ASSERT_TRUE(r.ok() && r->code == 0) << sink.err;
+  EXPECT_EQ(sink.out, std::string("two words\0it's\0$(touch /tmp/pwned)\0a;b\0line1\nline2\0", 51));
+}
+
 }  // namespace
 }  // namespace tpurun
