@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <system_error>
 
@@ -13,7 +14,12 @@ namespace tpurun {
 std::string profile_root(const std::string& log_dir) { return log_dir + "/plugins/profile"; }
 
 std::string new_session_id(std::chrono::system_clock::time_point now, const std::string& root) {
-  const std::string base = fmt::format("{:%Y_%m_%d_%H_%M_%S}", std::chrono::floor<std::chrono::seconds>(now));
+  // UTC, through std::tm: Debian 11's fmt 7 cannot format a time_point of
+  // seconds (and fmt 9 would use local time).
+  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  std::tm utc{};
+  ::gmtime_r(&secs, &utc);
+  const std::string base = fmt::format("{:%Y_%m_%d_%H_%M_%S}", utc);
   std::string id = base;
   std::error_code ec;
   for (int n = 2; std::filesystem::exists(root + "/" + id, ec); ++n) id = fmt::format("{}_{}", base, n);
