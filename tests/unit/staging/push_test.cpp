@@ -2,6 +2,8 @@
 // staging root of its own: what a pod with no shared mount does over SSH.
 #include <gmock/gmock.h>
 
+#include <thread>
+
 #include "fake_transport.hpp"
 #include "staging_fixture.hpp"
 #include "tpurun/staging/push.hpp"
