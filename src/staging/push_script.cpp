@@ -3,21 +3,28 @@
 // its arguments, that talks over its stdin/stdout:
 //
 //   argv: STAGING_ROOT LOGS_ROOT USER NAME TREE [PROJECT RUN]
-//   -> "TPURUN-PUSH have DIR [LOGDIR]"   the snapshot is there whole: done
+//   -> "TPURUN-PUSH have DIR[\0LOGDIR]"  the snapshot is there whole: done
 //   -> "TPURUN-PUSH need"                 else; then it reads the manifest:
-//   <- "M <count>\n" and per file "<f|l> <x> <size> <object|-> <pathlen> <targetlen>\n<path><target>"
+//   <- "M <count> <bytes>\n" and <bytes> of, per file,
+//      "<f|l> <x> <size> <object|-> <pathlen> <targetlen>\n<path><target>"
 //   -> "TPURUN-PUSH missing <n> <bytes>\n" and the n objects it lacks, one per line
 //      (or "TPURUN-PUSH nospace <bytes needed> <bytes free>")
 //   <- per object "<object> <size>\n<bytes>", then "E\n"
-//   -> "TPURUN-PUSH have DIR [LOGDIR]"   built, checked, renamed into place
+//   -> "TPURUN-PUSH have DIR[\0LOGDIR]"  built, checked, renamed into place
 //   -> "TPURUN-PUSH error <why>"          anything else; nothing half made stays
 //
-// The layout is the dev VM's (staging/object_store.hpp): <root>/<user>/ is
-// the user's own (0700), objects in .objects/ab/cdef...[.x] (read-only, the x
-// bit in the name), snapshots as hard links to them, ".tree-<hash>" naming
-// the snapshot of a tree. A snapshot is built in a hidden temp dir, checked
-// against the manifest (every file there, its size and x bit, every symlink's
-// target), made read-only and renamed into place: it is whole or absent.
+// The layout: <root>/<user>/ is the user's own (0700); each snapshot a
+// read-only tree, ".tree-<hash>" naming the snapshot of a tree, and
+// ".manifest-<name>" beside it saying which content each of its files is.
+// The worker's content store is its snapshots themselves (as rsync's
+// --link-dest): a file whose content an earlier snapshot has is a hard link
+// to that file there (or in the .objects/ store that earlier tpurun builds
+// kept on workers), and content it lacks is written once, at its first path, with
+// its final mode. A fresh worker thus makes each file once, as tar would,
+// and not an object plus a link to it. A snapshot is built in a hidden temp
+// dir, checked against the manifest (every file there, its size and x bit,
+// every symlink's target), made read-only and renamed into place: it is
+// whole or absent. gc (worker_gc.cpp) removes a snapshot with its manifest.
 #include "staging/push_script.hpp"
 
 namespace tpurun::staging {
@@ -29,6 +36,11 @@ root, logs, user, name, tree = sys.argv[1:6]
 project, run = (sys.argv[6], sys.argv[7]) if len(sys.argv) > 7 else ("", "")
 out = sys.stdout
 inp = sys.stdin.buffer
+try:  # a bigger pipe from sshd: fewer wake-ups for both (F_SETPIPE_SZ; best effort)
+    import fcntl
+    fcntl.fcntl(0, 1031, 1 << 20)
+except (ImportError, OSError):
+    pass
 def say(text):
     out.write("TPURUN-PUSH " + text + "\n"); out.flush()
 def own_dir(path):
@@ -58,22 +70,78 @@ def have(udir):
         return os.path.isdir(os.path.join(udir, name))
     except OSError:
         return False
-def done(udir):
-    say(("have %s %s" % (os.path.join(udir, name), log_dir())).rstrip())
-def readline():
-    line = inp.readline()
+def done(udir):  # NUL between the two paths: either may hold spaces
+    say("have " + os.path.join(udir, name) + ("\0" + log_dir() if run else ""))
+def line_of(f):
+    line = f.readline()
     if not line.endswith(b"\n"):
         raise EOFError("the stage stopped sending")
     return line[:-1].decode()
-def readn(n):
-    parts = []
+def copy_n(f, n, write):
     while n > 0:
-        b = inp.read(min(n, 1 << 20))
+        b = f.read(min(n, 1 << 20))
         if not b:
             raise EOFError("the stage stopped sending")
-        parts.append(b)
+        write(b)
         n -= len(b)
-    return b"".join(parts)
+def write_all(fd, b):
+    while b:
+        b = b[os.write(fd, b):]
+chunk = memoryview(bytearray(1 << 20))  # one buffer for all content: no allocation per read
+def copy_to_fd(n, fd):
+    while n > 0:
+        got = inp.readinto(chunk[:min(n, len(chunk))])
+        if not got:
+            raise EOFError("the stage stopped sending")
+        write_all(fd, chunk[:got])
+        n -= got
+# A manifest, from the stage or from a file kept beside an earlier snapshot:
+# entries (kind, x, size, object, path, target).
+def manifest_of(f):
+    head = line_of(f).split()
+    count, size = int(head[1]), int(head[2])
+    parts = []
+    copy_n(f, size, parts.append)
+    data = b"".join(parts)
+    entries, pos = [], 0
+    for _ in range(count):
+        nl = data.index(b"\n", pos)
+        kind, x, size, obj, plen, tlen = data[pos:nl].decode().split()
+        start = nl + 1
+        mid = start + int(plen)
+        pos = mid + int(tlen)
+        entries.append((kind, x == "1", int(size), obj, data[start:mid].decode("utf-8", "surrogateescape"),
+                        data[mid:pos].decode("utf-8", "surrogateescape")))
+    if pos != len(data):
+        raise ValueError("a manifest of %d bytes held %d" % (len(data), pos))
+    return entries, b"M %d %d\n" % (count, len(data)) + data
+# Where content this worker already has lives: the files of its newest
+# snapshots (their kept manifests say which object each is), and the object
+# store of earlier tpurun versions. Each is checked before it is trusted.
+def sources(udir):
+    found = {}
+    kept = []
+    for n in os.listdir(udir):
+        if n.startswith(".manifest-") and ".tmp-" not in n:
+            try:
+                kept.append((os.lstat(os.path.join(udir, n)).st_mtime, n[10:]))
+            except OSError:
+                pass
+    for _, snap in sorted(kept, reverse=True)[:8]:
+        try:
+            with open(os.path.join(udir, ".manifest-" + snap), "rb") as f:
+                for kind, x, size, obj, path, target in manifest_of(f)[0]:
+                    if kind == "f" and obj not in found:
+                        found[obj] = os.path.join(udir, snap, path)
+        except (OSError, ValueError, IndexError, EOFError):  # unreadable: not a source
+            continue
+    return found
+def usable(path, size, x):
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size == size and bool(st.st_mode & 0o100) == x
 tmp = None
 try:
     os.makedirs(root, 0o755, exist_ok=True)
@@ -83,20 +151,23 @@ try:
         done(udir)
         sys.exit(0)
     say("need")
-    store = os.path.join(udir, ".objects")
-    own_dir(store)
-    os.makedirs(os.path.join(store, "tmp"), 0o700, exist_ok=True)
-    head = readline().split()
-    entries = []
-    for _ in range(int(head[1])):
-        kind, x, size, obj, plen, tlen = readline().split()
-        path = readn(int(plen)).decode("utf-8", "surrogateescape")
-        target = readn(int(tlen)).decode("utf-8", "surrogateescape")
-        entries.append((kind, x == "1", int(size), obj, path, target))
-    missing, need = [], 0
+    entries, manifest = manifest_of(inp)
+    found = sources(udir)
+    legacy = os.path.join(udir, ".objects")
+    legacy = legacy if os.path.isdir(legacy) else None
+    here, missing, need = {}, {}, 0
     for kind, x, size, obj, path, target in entries:
-        if kind == "f" and obj not in missing and not os.path.exists(os.path.join(store, obj)):
-            missing.append(obj)
+        if kind != "f" or obj in here:
+            continue
+        if obj in missing:
+            missing[obj].append(path)
+            continue
+        for src in (found.get(obj), legacy and os.path.join(legacy, obj)):
+            if src and usable(src, size, x):
+                here[obj] = src
+                break
+        else:
+            missing[obj] = [path]
             need += size
     vfs = os.statvfs(udir)
     free = vfs.f_bavail * vfs.f_frsize
@@ -105,46 +176,47 @@ try:
         sys.exit(1)
     say("missing %d %d" % (len(missing), need))
     out.write("".join(m + "\n" for m in missing)); out.flush()
-    while True:
-        line = readline()
-        if line == "E":
-            break
-        obj, size = line.split()
-        size = int(size)
-        part = os.path.join(store, "tmp", "%d-%s" % (os.getpid(), obj.replace("/", "")))
-        with open(part, "wb") as f:
-            left = size
-            while left > 0:
-                b = inp.read(min(left, 1 << 20))
-                if not b:
-                    raise EOFError("the stage stopped sending")
-                f.write(b)
-                left -= len(b)
-        os.chmod(part, 0o555 if obj.endswith(".x") else 0o444)
-        os.makedirs(os.path.join(store, obj[:2]), 0o700, exist_ok=True)
-        try:
-            os.link(part, os.path.join(store, obj))
-        except FileExistsError:
-            pass
-        os.unlink(part)
+    # The snapshot is built in a temp dir: what this worker has is linked
+    # there while the content it lacks is on its way.
     tmp = os.path.join(udir, ".tmp-%s-%d" % (name, os.getpid()))
     os.mkdir(tmp, 0o700)
     dirs = set()
-    for kind, x, size, obj, path, target in entries:
+    def place(path):
         full = os.path.join(tmp, path)
         parent = os.path.dirname(full)
         if parent not in dirs:
             os.makedirs(parent, 0o755, exist_ok=True)
             dirs.add(parent)
-        if kind == "l":
-            os.symlink(target, full)
-            continue
+        return full
+    def link_or_copy(src, full, x):
         try:
-            os.link(os.path.join(store, obj), full)
-        except OSError:  # too many links: a copy
-            with open(os.path.join(store, obj), "rb") as src, open(full, "wb") as dst:
-                dst.write(src.read())
+            os.link(src, full)
+        except OSError:  # too many links, or another file system: a copy
+            with open(src, "rb") as s, open(full, "wb") as d:
+                d.write(s.read())
             os.chmod(full, 0o555 if x else 0o444)
+    for kind, x, size, obj, path, target in entries:
+        if kind == "l":
+            os.symlink(target, place(path))
+        elif obj in here:
+            link_or_copy(here[obj], place(path), x)
+    # Each new object is written once, at its first path, with its final mode.
+    while True:
+        line = line_of(inp)
+        if line == "E":
+            break
+        obj, size = line.split()
+        paths = missing.pop(obj)
+        first = place(paths[0])
+        fd = os.open(first, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o555 if obj.endswith(".x") else 0o444)
+        try:
+            copy_to_fd(int(size), fd)
+        finally:
+            os.close(fd)
+        for p in paths[1:]:
+            link_or_copy(first, place(p), obj.endswith(".x"))
+    if missing:
+        raise OSError("the stage did not send %d of the files this worker lacked" % len(missing))
     for kind, x, size, obj, path, target in entries:
         full = os.path.join(tmp, path)
         st = os.lstat(full)
@@ -162,6 +234,16 @@ try:
     except OSError:
         if not os.path.isdir(final):
             raise
+    kept = os.path.join(udir, ".manifest-%s.tmp-%d" % (name, os.getpid()))
+    try:  # only an index of content for later stages: the snapshot stands without it
+        with open(kept, "wb") as f:
+            f.write(manifest)
+        os.rename(kept, os.path.join(udir, ".manifest-" + name))
+    except OSError:
+        try:
+            os.unlink(kept)
+        except OSError:
+            pass
     link = os.path.join(udir, ".tree-%s.tmp-%d" % (tree, os.getpid()))
     os.symlink(name, link)
     os.rename(link, os.path.join(udir, ".tree-" + tree))
