@@ -74,41 +74,80 @@ class LineReader {
   std::string buffer_;
 };
 
-// "TPURUN-PUSH have DIR [LOGDIR]": the paths (no spaces in what tpurun names).
+// "TPURUN-PUSH have DIR[\0LOGDIR]": the paths, a NUL between them (a
+// project's dir name, and so its log dir, may hold spaces).
 bool parse_have(const std::string& line, PushResult& result) {
-  if (!line.starts_with(std::string(kTag) + "have ")) return false;
-  std::istringstream words(line.substr(std::string(kTag).size() + 5));
-  words >> result.staged_dir >> result.log_dir;
+  const std::string head = std::string(kTag) + "have ";
+  if (!line.starts_with(head)) return false;
+  const std::string rest = line.substr(head.size());
+  const size_t nul = rest.find('\0');
+  result.staged_dir = rest.substr(0, nul);
+  result.log_dir = nul == std::string::npos ? "" : rest.substr(nul + 1);
   return !result.staged_dir.empty();
 }
 
 std::string manifest(const StagedSnapshot& snapshot) {
-  std::string text = fmt::format("M {}\n", snapshot.entries.size());
+  std::string text;
   for (const SnapshotEntry& e : snapshot.entries) {
     text += fmt::format("{} {} {} {} {} {}\n", e.symlink ? 'l' : 'f', e.executable ? 1 : 0, e.size,
                         e.symlink ? "-" : e.object, e.path.size(), e.link_target.size());
     text += e.path;
     text += e.link_target;
   }
-  return text;
+  return fmt::format("M {} {}\n", snapshot.entries.size(), text.size()) + text;
 }
 
+// Writes to the worker in large pieces: a small file's header and bytes
+// would otherwise each be an SSH packet, and a read and write on the
+// worker's side.
+class SendBuffer {
+ public:
+  explicit SendBuffer(ExecStream& stream) : stream_(stream) { buffer_.reserve(kSize); }
+  std::optional<TransportError> add(std::string_view data) {
+    buffer_ += data;
+    return buffer_.size() >= kSize ? flush() : std::nullopt;
+  }
+  // Room for `n` more bytes read straight into the buffer (then `added`).
+  char* room(size_t n) {
+    used_ = buffer_.size();
+    buffer_.resize(used_ + n);
+    return buffer_.data() + used_;
+  }
+  std::optional<TransportError> added(size_t n) {
+    buffer_.resize(used_ + n);
+    return buffer_.size() >= kSize ? flush() : std::nullopt;
+  }
+  std::optional<TransportError> flush() {
+    if (buffer_.empty()) return std::nullopt;
+    auto error = stream_.write(buffer_);
+    buffer_.clear();
+    return error;
+  }
+  static constexpr size_t kSize = 256 * 1024;
+
+ private:
+  ExecStream& stream_;
+  std::string buffer_;
+  size_t used_ = 0;
+};
+
 // Sends one object's bytes, read from the snapshot's own file on this host.
-Result<std::uint64_t, std::string> send_object(ExecStream& stream, const StagedSnapshot& snapshot,
+Result<std::uint64_t, std::string> send_object(SendBuffer& out, const StagedSnapshot& snapshot,
                                                 const SnapshotEntry& entry, const CancelToken& cancel) {
   const std::string path = snapshot.dir + "/" + entry.path;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) return unexpected(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  if (auto error = stream.write(fmt::format("{} {}\n", entry.object, entry.size))) return unexpected(error->message);
-  std::string buffer(256 * 1024, '\0');
+  if (auto error = out.add(fmt::format("{} {}\n", entry.object, entry.size))) return unexpected(error->message);
   std::uint64_t left = entry.size;
   while (left > 0) {
     if (cancel.cancelled()) return unexpected(interrupted_by());
-    const ssize_t n = ::read(fd.get(), buffer.data(), std::min<std::uint64_t>(left, buffer.size()));
-    if (n <= 0) return unexpected(fmt::format("{} changed while it was sent (the snapshot is read-only)", path));
-    if (auto error = stream.write(std::string_view(buffer.data(), static_cast<size_t>(n)))) {
-      return unexpected(error->message);
+    const size_t want = static_cast<size_t>(std::min<std::uint64_t>(left, SendBuffer::kSize));
+    const ssize_t n = ::read(fd.get(), out.room(want), want);
+    if (n <= 0) {
+      out.added(0);
+      return unexpected(fmt::format("{} changed while it was sent (the snapshot is read-only)", path));
     }
+    if (auto error = out.added(static_cast<size_t>(n))) return unexpected(error->message);
     left -= static_cast<std::uint64_t>(n);
   }
   return entry.size;
@@ -120,6 +159,43 @@ std::string remote_path_word(const std::string& path) {
   if (path == "~") return "\"$HOME\"";
   if (path.starts_with("~/")) return "\"$HOME\"/" + shell_quote(path.substr(2));
   return shell_quote(path);
+}
+
+std::string have_command(const StagedSnapshot& snapshot, const PushTarget& target) {
+  // The python side's have() and log_dir(), in sh: the .tree link names this
+  // snapshot, which is a real dir (its time touched for gc); the log dirs
+  // are made 0700 and must be the user's own, closed to others' writes.
+  std::string cmd = fmt::format(
+      "d={}/{}; n={}; "
+      "if [ \"$(readlink \"$d/.tree-{}\" 2>/dev/null)\" = \"$n\" ] && [ -d \"$d/$n\" ] && [ ! -L \"$d/$n\" ] "
+      "&& touch -c \"$d/$n\" 2>/dev/null; then ",
+      remote_path_word(target.staging_root), shell_quote(target.user), shell_quote(snapshot.name), snapshot.tree_hash);
+  if (target.run_id.empty()) {
+    cmd += "printf 'TPURUN-PUSH have %s\\n' \"$d/$n\"; ";
+  } else {
+    cmd += fmt::format(
+        "l={}; u=\"$l\"/{}; p=\"$u\"/{}; x=\"$p\"/{}; mkdir -p \"$l\" 2>/dev/null; "
+        "(umask 077; mkdir \"$u\" \"$p\" \"$x\" 2>/dev/null); ok=1; "
+        "for y in \"$u\" \"$p\" \"$x\"; do [ -d \"$y\" ] && [ ! -L \"$y\" ] && [ -O \"$y\" ] || ok=; done; "
+        "if [ -n \"$ok\" ] && [ -z \"$(find \"$u\" \"$p\" \"$x\" -maxdepth 0 -perm /022 2>&1)\" ]; "
+        "then printf 'TPURUN-PUSH have %s\\000%s\\n' \"$d/$n\" \"$x\"; else echo \"TPURUN-PUSH need\"; fi; ",
+        remote_path_word(target.logs_root), shell_quote(target.user), shell_quote(target.project),
+        shell_quote(target.run_id));
+  }
+  return cmd + "else echo \"TPURUN-PUSH need\"; fi";
+}
+
+std::optional<PushResult> parse_have_answer(const std::string& out) {
+  PushResult result;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (parse_have(line, result)) {
+      result.had = true;
+      return result;
+    }
+  }
+  return std::nullopt;
 }
 
 Result<PushResult, std::string> push_snapshot(Connection& connection, const StagedSnapshot& snapshot,
@@ -134,6 +210,12 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Stag
   ExecStream& stream = **opened;
   LineReader reader(stream, cancel);
   PushResult result;
+  // A new snapshot (a new name) is on no worker yet: its manifest goes at
+  // once, without waiting for "need" (one round trip less).
+  const bool eager = !snapshot.reused;
+  if (eager) {
+    if (auto error = stream.write(manifest(snapshot))) return unexpected(error->message);
+  }
   auto first = reader.line();
   if (!first) return unexpected(first.error());
   if (parse_have(*first, result)) {
@@ -141,7 +223,13 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Stag
     return result;
   }
   if (*first != std::string(kTag) + "need") return unexpected(answer_text(*first));
-  if (auto error = stream.write(manifest(snapshot))) return unexpected(error->message);
+  const auto started = Clock::now();
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+  };
+  if (!eager) {
+    if (auto error = stream.write(manifest(snapshot))) return unexpected(error->message);
+  }
   auto answer = reader.line();
   if (!answer) return unexpected(answer.error());
   unsigned long long count = 0, need = 0, free = 0;
@@ -152,17 +240,19 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Stag
   if (std::sscanf(answer->c_str(), "TPURUN-PUSH missing %llu %llu", &count, &need) != 2) {
     return unexpected(answer_text(*answer));
   }
+  const auto asked = Clock::now();
   std::map<std::string, const SnapshotEntry*> by_object;
   for (const SnapshotEntry& e : snapshot.entries) {
     if (!e.symlink) by_object.emplace(e.object, &e);
   }
   auto last_keepalive = Clock::now();
+  SendBuffer out(stream);
   for (unsigned long long i = 0; i < count; ++i) {
     auto object = reader.line();
     if (!object) return unexpected(object.error());
     auto it = by_object.find(*object);
     if (it == by_object.end()) return unexpected(std::string("the worker asked for an object the snapshot does not have"));
-    auto sent = send_object(stream, snapshot, *it->second, cancel);
+    auto sent = send_object(out, snapshot, *it->second, cancel);
     if (!sent) return unexpected(sent.error());
     result.bytes_sent += *sent;
     result.objects_sent += 1;
@@ -171,12 +261,17 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Stag
       last_keepalive = Clock::now();
     }
   }
-  if (auto error = stream.write("E\n")) return unexpected(error->message);
+  if (auto error = out.add("E\n")) return unexpected(error->message);
+  if (auto error = out.flush()) return unexpected(error->message);
+  const auto sent_all = Clock::now();
   auto built = reader.line();
   if (!built) return unexpected(built.error());
   if (!parse_have(*built, result)) {
     return unexpected(answer_text(*built));
   }
+  result.manifest_ms = ms_since(started) - ms_since(asked);
+  result.send_ms = ms_since(asked) - ms_since(sent_all);
+  result.build_ms = ms_since(sent_all);
   return result;
 }
 

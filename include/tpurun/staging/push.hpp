@@ -6,6 +6,7 @@
 // snapshot is whole or absent (push_script.cpp has the worker's side).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "tpurun/staging/snapshot.hpp"
@@ -29,6 +30,9 @@ struct PushResult {
   std::uint64_t bytes_sent = 0;
   std::string staged_dir;  // the snapshot there, absolute
   std::string log_dir;     // the run's log dir there, absolute ("" without a run)
+  // Where the time went (for -v): the manifest's answer, the content sent,
+  // the snapshot built and checked there after the last byte.
+  std::int64_t manifest_ms = 0, send_ms = 0, build_ms = 0;
 };
 
 // `keepalive` is called now and then while content streams (the stage's
@@ -36,6 +40,15 @@ struct PushResult {
 Result<PushResult, std::string> push_snapshot(Connection& connection, const StagedSnapshot& snapshot,
                                               const PushTarget& target, const CancelToken& cancel,
                                               const std::function<void()>& keepalive = {});
+
+// The first question push_snapshot asks (has this worker the snapshot
+// whole?) as one sh command line that needs no python3: run in a shell the
+// stage already holds there (its reservation), it costs no new channel or
+// interpreter. When the worker has it, the command also makes the run's log
+// dir (as the push would) and says "have"; parse_have_answer then returns
+// what push_snapshot would. Anything else (nullopt) means: push it.
+std::string have_command(const StagedSnapshot& snapshot, const PushTarget& target);
+std::optional<PushResult> parse_have_answer(const std::string& out);
 
 // A path for the remote shell: "~/x" becomes "$HOME"/'x', others are quoted.
 std::string remote_path_word(const std::string& path);

@@ -37,7 +37,18 @@ Result<bool, TransportError> read_until(ExecStream& stream, std::string& out, Cl
 }
 
 bool ready(const std::string& out) { return out.find(kReadyLine) != std::string::npos; }
+constexpr const char* kDoneLine = "TPURUN-RESERVE done\n";
+bool ran(const std::string& out) { return out.ends_with(kDoneLine); }
 bool never(const std::string&) { return false; }
+// The script has said whether it holds the lock (the TPU scan comes after).
+bool taken(const std::string& out) {
+  return out.find("TPURUN-RESERVE ok\n") != std::string::npos || reserve_answer_complete(out);
+}
+// ... and it may go on: held, or (not required) busy but going ahead anyway.
+bool lock_taken(const std::string& out, bool required) {
+  return out.find("TPURUN-RESERVE ok\n") != std::string::npos ||
+         (!required && out.find("TPURUN-RESERVE busy\n") != std::string::npos);
+}
 
 std::string last_line(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
@@ -69,15 +80,43 @@ Reservations::Reservations(const std::vector<Worker>& workers, Transport& transp
     return std::tie(workers[a].host, workers[a].port) < std::tie(workers[b].host, workers[b].port);
   });
   keepalive_ = std::thread([this] { keep_alive(); });
-  reserve_one(*slots_[order.front()], cancel);
-  const ReserveState first = workers_[order.front()].state;
-  if (first != ReserveState::reserved && first != ReserveState::unreserved) return;
-  run_parallel(order.size() - 1, spec_.fanout, [&](size_t i) { reserve_one(*slots_[order[i + 1]], cancel); });
+  // Connecting takes nothing on a worker: every handshake at once, then the
+  // reservations in their order.
+  std::vector<std::unique_ptr<Connection>> connections(workers.size());
+  run_parallel(workers.size(), spec_.fanout, [&](size_t i) {
+    auto connection = transport_.connect(workers_[i].worker, cancel);
+    if (connection) {
+      connections[i] = std::move(*connection);
+    } else {
+      workers_[i].state = ReserveState::failed;
+      workers_[i].error = connection.error().message;
+    }
+  });
+  // The rest start once the first worker's lock is taken, while its TPU scan
+  // still runs: a racing stage is refused there all the same.
+  std::thread rest;
+  struct Join {
+    std::thread& thread;
+    ~Join() {
+      if (thread.joinable()) thread.join();
+    }
+  } join_rest{rest};
+  auto reserve_rest = [&] {
+    rest = std::thread([&] {
+      run_parallel(order.size() - 1, spec_.fanout, [&](size_t i) {
+        const size_t at = order[i + 1];
+        if (connections[at]) reserve_one(*slots_[at], std::move(connections[at]), cancel, {});
+      });
+    });
+  };
+  const size_t first = order.front();
+  if (connections[first]) reserve_one(*slots_[first], std::move(connections[first]), cancel, reserve_rest);
 }
 
 Reservations::~Reservations() { give_up(); }
 
-void Reservations::reserve_one(Slot& slot, const CancelToken& cancel) {
+void Reservations::reserve_one(Slot& slot, std::unique_ptr<Connection> connection, const CancelToken& cancel,
+                               const std::function<void()>& on_taken) {
   WorkerReservation& w = workers_[slot.position];
   auto fail = [&](const std::string& why) {
     w.state = ReserveState::failed;
@@ -86,14 +125,14 @@ void Reservations::reserve_one(Slot& slot, const CancelToken& cancel) {
     slot.stream.reset();
     slot.connection.reset();
   };
-  auto connection = transport_.connect(w.worker, cancel);
-  if (!connection) return fail(connection.error().message);
-  auto stream = (*connection)->open_exec("exec sh -s", cancel);
+  auto stream = connection->open_exec("exec sh -s", cancel);
   if (!stream) return fail(stream.error().message);
   std::string out;
   if (auto error = (*stream)->write(reserve_script(spec_))) return fail(error->message);
   const auto deadline = Clock::now() + std::chrono::seconds(120 + spec_.wait_s);
-  auto answered = read_until(**stream, out, deadline, &cancel, ready);
+  auto answered = read_until(**stream, out, deadline, &cancel, taken);
+  if (answered && *answered && on_taken && lock_taken(out, spec_.required)) on_taken();
+  if (answered && *answered) answered = read_until(**stream, out, deadline, &cancel, ready);
   if (!answered) return fail(answered.error().message);
   const ReserveAnswer answer = parse_reserve_answer(out);
   if (answer.state == ReserveAnswer::State::refused) return fail("cannot take the reservation: " + answer.why);
@@ -119,7 +158,7 @@ void Reservations::reserve_one(Slot& slot, const CancelToken& cancel) {
     w.scan = std::move(result);
   }
   std::lock_guard lock(slot.mutex);
-  slot.connection = std::move(*connection);
+  slot.connection = std::move(connection);
   slot.stream = std::move(*stream);
 }
 
@@ -197,6 +236,20 @@ bool Reservations::with_connection(size_t position, const std::function<void(Con
   if (!slot.connection) return false;
   fn(*slot.connection);
   return true;
+}
+
+Result<std::string, std::string> Reservations::run_in_reservation(size_t position, const std::string& command_line) {
+  if (command_line.find('\n') != std::string::npos) return unexpected(std::string("one line only"));
+  Slot& slot = *slots_.at(position);
+  std::lock_guard lock(slot.mutex);
+  if (!slot.stream) return unexpected(std::string("the worker is not reserved"));
+  if (auto error = slot.stream->write("run\n" + command_line + "\n")) return unexpected(error->message);
+  std::string out;
+  auto answered = read_until(*slot.stream, out, Clock::now() + std::chrono::seconds(120), nullptr, ran);
+  if (!answered) return unexpected(answered.error().message);
+  if (!*answered) return unexpected(std::string("the reservation's script ended"));
+  out.resize(out.size() - std::string_view(kDoneLine).size());
+  return out;
 }
 
 void Reservations::keep_alive() {

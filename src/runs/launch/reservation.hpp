@@ -24,6 +24,7 @@
 #include "tpurun/tpu/scan.hpp"
 #include "tpurun/transport/transport.hpp"
 #include "tpurun/util/cancel.hpp"
+#include "tpurun/util/result.hpp"
 
 namespace tpurun {
 
@@ -105,6 +106,10 @@ class Reservations {
   // Runs `fn` on the reserved worker's connection (its reservation keeps
   // anyone else from starting there meanwhile). False when it has none.
   bool with_connection(size_t position, const std::function<void(Connection&)>& fn);
+  // Runs one shell command line on the reserved worker, in its reservation's
+  // script (no new channel, no new process but the command's): its output,
+  // or why there is none. False-y (an error) when the worker has no script.
+  Result<std::string, std::string> run_in_reservation(size_t position, const std::string& command_line);
   // The same, for long work: `keepalive()` tells the worker's script that the
   // stage is still there (call it at least every minute).
   bool with_connection_kept(size_t position,
@@ -112,7 +117,10 @@ class Reservations {
 
  private:
   struct Slot;
-  void reserve_one(Slot& slot, const CancelToken& cancel);
+  // `on_taken`, when set, is called as soon as the worker's lock is held
+  // (before its TPU scan is done).
+  void reserve_one(Slot& slot, std::unique_ptr<Connection> connection, const CancelToken& cancel,
+                   const std::function<void()>& on_taken);
   void keep_alive();
   void stop_keepalive();
 

@@ -22,8 +22,11 @@ namespace {
 // one can change another's); a record whose pid is gone is stale.
 //
 // Between "ready" and the launch the script waits on stdin: "go" execs the
-// launch script that follows, "wait" is the stage's keepalive, anything
-// else or EOF (the stage gave up, was interrupted, or its connection broke)
+// launch script that follows, "wait" is the stage's keepalive, "run" takes
+// the next line as a command to run there (stdin from /dev/null; the stage's
+// own question, such as whether the worker has the snapshot: one round trip
+// on the session it holds), ended by "TPURUN-RESERVE done"; anything else or
+// EOF (the stage gave up, was interrupted, or its connection broke)
 // ends it, and the lock with it. A watchdog ends it too when no keepalive
 // came for $hold seconds (a dev VM that froze without closing the TCP
 // connection would otherwise hold the worker for hours); the watchdog goes
@@ -60,7 +63,8 @@ exec 9<"$lock"
 tpurun_reserved=
 if take; then
   tpurun_reserved=1
-  printf '%s %s %s %s\n' "$$" "$run" "$(id -un)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$record.tmp$$" &&
+  tpurun_me=$(id -un) tpurun_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)  # the launch's record says the same
+  printf '%s %s %s %s\n' "$$" "$run" "$tpurun_me" "$tpurun_since" >"$record.tmp$$" &&
     mv -f "$record.tmp$$" "$record"
   echo "TPURUN-RESERVE ok"
 else
@@ -72,7 +76,7 @@ else
   [ "$required" = 1 ] && exit 0
   exec 9<&-
 fi
-export tpurun_reserved record
+export tpurun_reserved record tpurun_me tpurun_since
 if [ "$scan" = 1 ]; then tpurun_scan_here; fi
 # One process (perl, as the wrapper needs anyway), so that ending it leaves
 # nothing behind; none where perl is missing (EOF still ends the wait).
@@ -92,6 +96,7 @@ while IFS= read -r word; do
   case $word in
     go) trap - HUP INT TERM EXIT; exec sh -s ;;
     wait) watchdog ;;
+    run) IFS= read -r cmd || break; (eval "$cmd") </dev/null; echo "TPURUN-RESERVE done"; watchdog ;;
     *) break ;;
   esac
 done

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <mutex>
@@ -23,10 +24,30 @@ PushedRun push_to_workers(const StagePlan& plan, const StagedSnapshot& staged, c
   std::atomic<std::uint64_t> sent{0};
   std::mutex progress;
   run_parallel(workers.size(), plan.request.fanout, [&](size_t i) {
-    reservations.with_connection_kept(i, [&](Connection& connection, const std::function<void()>& keepalive) {
-      results[i] = push_snapshot(connection, staged, target, cancel, keepalive);
-    });
-    if (results[i]) sent += results[i]->bytes_sent;
+    // An unchanged tree's snapshot is most often there already: asked in the
+    // reservation's shell, that is one round trip. Else (a new snapshot's name
+    // is new everywhere, or that shell cannot say) the push.
+    if (staged.reused) {
+      if (auto asked = reservations.run_in_reservation(i, have_command(staged, target))) {
+        if (auto had = parse_have_answer(*asked)) results[i] = std::move(*had);
+      }
+    }
+    if (!results[i]) {
+      reservations.with_connection_kept(i, [&](Connection& connection, const std::function<void()>& keepalive) {
+        results[i] = push_snapshot(connection, staged, target, cancel, keepalive);
+      });
+    }
+    if (results[i]) {
+      sent += results[i]->bytes_sent;
+      const PushResult& r = *results[i];
+      if (r.had) {
+        spdlog::debug("push to {}: it has the snapshot", workers[i].worker.display());
+      } else {
+        spdlog::debug("push to {}: manifest answered in {} ms, {} files ({} B) sent in {} ms, built in {} ms",
+                      workers[i].worker.display(), r.manifest_ms, r.objects_sent, r.bytes_sent, r.send_ms,
+                      r.build_ms);
+      }
+    }
     ++done;
     std::lock_guard lock(progress);
     printer.progress(fmt::format("copying the snapshot to the workers: {}/{}, {} sent", done.load(), workers.size(),

@@ -7,7 +7,9 @@
 #include "fake_transport.hpp"
 #include "staging_fixture.hpp"
 #include "tpurun/staging/push.hpp"
+#include "tpurun/staging/worker_gc.hpp"
 #include "transport/local_exec.hpp"
+#include "transport/local_transport.hpp"
 
 namespace tpurun::testing_staging {
 namespace {
@@ -71,6 +73,15 @@ class PushTest : public StagingTest {
   std::vector<Worker> workers_ = testing::make_workers(1);
 };
 
+TEST_F(PushTest, ALogDirWithSpacesComesBackWhole) {
+  auto connection = transport_.connect(workers_[0], CancelToken());
+  ASSERT_TRUE(connection.ok());
+  const PushTarget target{worker_ + "/staging", worker_ + "/logs", "alice", "my project", "run1"};
+  auto pushed = push_snapshot(**connection, stage_ok(), target, CancelToken());
+  ASSERT_TRUE(pushed.ok()) << pushed.error();
+  EXPECT_EQ(pushed->log_dir, worker_ + "/logs/alice/my project/run1");
+}
+
 TEST_F(PushTest, AFreshWorkerGetsTheWholeSnapshotAndTheRunsLogDir) {
   const StagedSnapshot s = stage_ok();
   auto pushed = push(s);
@@ -132,14 +143,124 @@ TEST_F(PushTest, ACutConnectionLeavesNoHalfSnapshot) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   for (const auto& e : fs::directory_iterator(worker_ + "/staging/alice")) {
-    const std::string name = e.path().filename().string();
-    EXPECT_TRUE(name == ".objects") << "left behind: " << name;
+    ADD_FAILURE() << "left behind: " << e.path().filename().string();
   }
   // and the next push completes it.
   cut_after_ = 0;
   auto again = push(s);
   ASSERT_TRUE(again.ok()) << again.error();
   EXPECT_EQ(read(again->staged_dir + "/data/big.bin").size(), 300u * 1024);
+}
+
+TEST_F(PushTest, ContentAnEarlierSnapshotHasIsLinkedFromItNotSentOrCopied) {
+  auto first = push(stage_ok());
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_TRUE(fs::exists(worker_ + "/staging/alice/.manifest-" + fs::path(first->staged_dir).filename().string()));
+  write("main.py", "print('changed')\n");
+  auto second = push(stage_ok());
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_EQ(second->objects_sent, 1u);
+  // One file on the worker's disk for both snapshots' big.bin, x bits kept.
+  EXPECT_EQ(lstat_of(first->staged_dir + "/data/big.bin").st_ino, lstat_of(second->staged_dir + "/data/big.bin").st_ino);
+  EXPECT_EQ(lstat_of(second->staged_dir + "/bin/run.sh").st_mode & 0777, 0555u);
+  EXPECT_EQ(read(second->staged_dir + "/data/same.txt"), "print('hello')\n");
+}
+
+TEST_F(PushTest, ASourceThatChangedOrWentIsNotTrustedItsContentIsSentAgain) {
+  auto first = push(stage_ok());
+  ASSERT_TRUE(first.ok()) << first.error();
+  // The earlier snapshot's big.bin is gone (say, a hand's rm -rf).
+  fs::permissions(first->staged_dir + "/data", fs::perms::owner_all);
+  fs::remove(first->staged_dir + "/data/big.bin");
+  write("main.py", "print('changed')\n");
+  auto second = push(stage_ok());
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_EQ(second->objects_sent, 2u);  // main.py's new content, and big.bin again
+  EXPECT_EQ(read(second->staged_dir + "/data/big.bin").size(), 300u * 1024);
+}
+
+TEST_F(PushTest, TheObjectStoreOfEarlierBuildsIsStillASource) {
+  const StagedSnapshot s = stage_ok();
+  // What an earlier build kept on the worker: .objects/ab/cdef..., read-only.
+  const std::string store = worker_ + "/staging/alice/.objects";
+  fs::create_directories(store);
+  fs::permissions(worker_ + "/staging/alice", fs::perms::owner_all, fs::perm_options::replace);
+  fs::permissions(worker_ + "/staging", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                            fs::perms::others_read | fs::perms::others_exec,
+                  fs::perm_options::replace);
+  for (const SnapshotEntry& e : s.entries) {
+    if (e.symlink || e.path != "data/big.bin") continue;
+    fs::create_directories(store + "/" + e.object.substr(0, 2));
+    fs::copy_file(s.dir + "/" + e.path, store + "/" + e.object);
+  }
+  auto pushed = push(s);
+  ASSERT_TRUE(pushed.ok()) << pushed.error();
+  EXPECT_EQ(pushed->objects_sent, 3u);  // all but big.bin
+  EXPECT_EQ(read(pushed->staged_dir + "/data/big.bin").size(), 300u * 1024);
+}
+
+TEST_F(PushTest, GcOnTheWorkerRemovesASnapshotWithItsManifestAndCountsWhatItFreed) {
+  write("main.py", "print('first')\n");  // content only the first snapshot has
+  auto first = push(stage_ok());
+  ASSERT_TRUE(first.ok()) << first.error();
+  write("main.py", "print('changed')\n");
+  auto second = push(stage_ok());
+  ASSERT_TRUE(second.ok()) << second.error();
+  const std::string old_name = fs::path(first->staged_dir).filename().string();
+  const std::string new_name = fs::path(second->staged_dir).filename().string();
+  LocalTransport here;  // gc's program runs to its end: a plain command, here
+  auto connection = here.connect(workers_[0], CancelToken());
+  ASSERT_TRUE(connection.ok());
+  GcRequest request;
+  request.user = "alice";
+  request.older_than = std::chrono::seconds(0);
+  request.now = std::chrono::system_clock::now() + std::chrono::seconds(5);
+  request.in_use[new_name] = {};
+  const WorkerGcReport report = collect_garbage_on(**connection, worker_ + "/staging", request, CancelToken());
+  ASSERT_EQ(report.error, "");
+  EXPECT_EQ(report.snapshots_removed, std::vector<std::string>{old_name});
+  // Only the first main.py was that snapshot's alone; the rest are linked from the second.
+  EXPECT_EQ(report.objects_removed, 1u);
+  EXPECT_EQ(report.bytes_freed, std::string("print('first')\n").size());
+  EXPECT_FALSE(fs::exists(first->staged_dir));
+  EXPECT_FALSE(fs::exists(worker_ + "/staging/alice/.manifest-" + old_name));
+  EXPECT_TRUE(fs::exists(worker_ + "/staging/alice/.manifest-" + new_name));
+  EXPECT_EQ(read(second->staged_dir + "/data/big.bin").size(), 300u * 1024);
+}
+
+// have_command, run by sh as the reservation's shell runs it.
+std::string run_sh(const std::string& command_line) {
+  LocalTransport here;
+  auto connection = here.connect(testing::make_workers(1)[0], CancelToken());
+  EXPECT_TRUE(connection.ok());
+  CaptureSink sink;
+  auto ran = (*connection)->run(RemoteCommand{command_line, "", 10000}, sink, CancelToken());
+  EXPECT_TRUE(ran.ok());
+  return sink.out;
+}
+
+TEST_F(PushTest, TheShellHaveCheckFindsAPushedSnapshotAndMakesTheRunsLogDirPrivate) {
+  const StagedSnapshot s = stage_ok();
+  ASSERT_TRUE(push(s).ok());
+  // A project dir's name may hold spaces and shell words: quoted, never run.
+  const PushTarget target{worker_ + "/staging", worker_ + "/logs", "alice", "my proj; touch x", "run2"};
+  auto had = parse_have_answer(run_sh(have_command(s, target)));
+  ASSERT_TRUE(had.has_value());
+  EXPECT_TRUE(had->had);
+  EXPECT_EQ(had->staged_dir, worker_ + "/staging/alice/" + s.name);
+  EXPECT_EQ(had->log_dir, worker_ + "/logs/alice/my proj; touch x/run2");
+  EXPECT_EQ(lstat_of(had->log_dir).st_mode & 0777, 0700u);
+  EXPECT_FALSE(fs::exists("x"));
+}
+
+TEST_F(PushTest, TheShellHaveCheckSaysNeedForASnapshotTheWorkerLacksOrAnUnsafeLogDir) {
+  const StagedSnapshot s = stage_ok();
+  const PushTarget target{worker_ + "/staging", worker_ + "/logs", "alice", "proj", "run1"};
+  EXPECT_EQ(run_sh(have_command(s, target)), "TPURUN-PUSH need\n");  // nothing there yet
+  ASSERT_TRUE(push(s).ok());
+  fs::permissions(worker_ + "/logs/alice/proj", fs::perms::group_write, fs::perm_options::add);
+  const PushTarget other{worker_ + "/staging", worker_ + "/logs", "alice", "proj", "run3"};
+  EXPECT_FALSE(parse_have_answer(run_sh(have_command(s, other))).has_value());  // the push says why
 }
 
 TEST(RemotePathWord, HomeRelativePathsAreExpandedByTheRemoteShell) {
