@@ -3,10 +3,13 @@
 #include "cli/watcher.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -55,6 +58,25 @@ WatcherLock take_watcher_lock(const std::string& path) {
     ::close(fd);  // the last watcher removed it between our open and our lock
   }
   return {-1, false, "the lock file keeps being replaced"};
+}
+
+// The stage that started this watcher holds its stdin (a pipe) open until its
+// launch is answered: the watcher's own SSH handshakes, one per worker, would
+// otherwise compete with the launch for the workers' sshd. At most 10 s; a
+// watcher started by `logs -f` has /dev/null there and goes on at once.
+void wait_for_launch() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    pollfd in{STDIN_FILENO, POLLIN, 0};
+    const int ready = ::poll(&in, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return;
+    char byte[64];
+    const ssize_t n = ::read(STDIN_FILENO, byte, sizeof byte);
+    if (n <= 0 && !(n < 0 && errno == EINTR)) return;  // EOF (or an error): the launch is over
+  }
 }
 
 }  // namespace
@@ -108,6 +130,7 @@ int run_watcher(const WatcherOptions& o, Context& ctx) {
     setup.env_missing = !setup.record.env_names.empty();
   }
   auto transport = ctx.make_transport(setup.pod);
+  wait_for_launch();
   return watch_run(setup, *transport, ctx.processes, ctx.cancel);
 }
 

@@ -12,7 +12,8 @@
 
 namespace tpurun {
 
-Result<int, std::string> spawn_detached_self(const std::vector<std::string>& args, const std::string& log_path) {
+Result<int, std::string> spawn_detached_self(const std::vector<std::string>& args, const std::string& log_path,
+                                             int stdin_fd) {
   std::vector<std::string> argv_text{"tpurun"};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -33,7 +34,7 @@ Result<int, std::string> spawn_detached_self(const std::vector<std::string>& arg
     if (grandchild != 0) ::_exit(grandchild < 0 ? 1 : 0);
     const int self = ::getpid();
     if (::write(report[1], &self, sizeof self) != sizeof self) ::_exit(1);
-    int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int null = stdin_fd >= 0 ? stdin_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     int log = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (null < 0 || log < 0) ::_exit(1);
     ::dup2(null, 0);

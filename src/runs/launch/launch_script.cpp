@@ -67,11 +67,17 @@ export pidf exitf job_env
 # Fd 9, when open, is this worker's reservation (reserve_script.cpp): the
 # wrapper keeps it while the job runs, and the job does not get it.
 if command -v perl >/dev/null 2>&1; then
-  setsid perl -e "$relay_wrapper" "$log" "$pidf" "$exitf" "$@" </dev/null >>"$log" 2>&1 &
+  # The wrapper says "<its pid> <the job's pid>" on fd 3 once the job has
+  # started, and closes it: this reads that at once, with no polling.
+  launched=$(setsid perl -e "$relay_wrapper" "$log" "$pidf" "$exitf" "$@" 3>&1 </dev/null >>"$log" 2>&1 &)
+  case $launched in
+    *[0-9]\ [0-9]*) wrapper=${launched%% *} pid=${launched#* } ;;
+    *) echo "the job did not start (the wrapper failed); see $log" >&2; exit 95 ;;
+  esac
 else
   setsid sh -c '
     trap ":" HUP INT TERM
-    ( eval "$job_env"; unset job_env pidf exitf record tpurun_reserved; exec 9<&-; exec setsid "$@" ) &
+    ( eval "$job_env"; unset job_env pidf exitf record tpurun_reserved tpurun_me tpurun_since; exec 9<&-; exec setsid "$@" ) &
     job=$!
     echo "$job $job" > "$pidf.tmp$$" && mv -f "$pidf.tmp$$" "$pidf"
     while :; do
@@ -81,20 +87,21 @@ else
     echo "$code" > "$exitf.tmp$$" && mv -f "$exitf.tmp$$" "$exitf"
     if [ -n "${record:-}" ] && read -r holder _ <"$record" 2>/dev/null && [ "$holder" = $$ ]; then rm -f "$record"; fi
   ' tpurun-wrapper "$@" </dev/null >>"$log" 2>&1 &
+  wrapper=$!
+  pid=
 fi
-wrapper=$!
 if [ -n "${tpurun_reserved:-}" ]; then
-  printf '%s %s %s %s\n' "$wrapper" "$run_id" "$(id -un)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$record.tmp$$" &&
-    mv -f "$record.tmp$$" "$record"
+  printf '%s %s %s %s\n' "$wrapper" "$run_id" "${tpurun_me:-$(id -un)}" "${tpurun_since:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}" \
+    >"$record.tmp$$" && mv -f "$record.tmp$$" "$record"
 fi
 exec 9<&-
 tries=0
-while [ ! -s "$pidf" ]; do
+while [ -z "$pid" ] && [ ! -s "$pidf" ]; do
   tries=$((tries + 1))
   if [ "$tries" -gt 200 ]; then echo "the job did not start within 20s; see $log" >&2; exit 95; fi
   sleep 0.1
 done
-read -r pid _ < "$pidf"
+[ -n "$pid" ] || read -r pid _ < "$pidf"
 echo "TPURUN-LAUNCHED $pid"
 )SH";
 
@@ -113,7 +120,7 @@ constexpr const char* kRelayWrapper = R"PL(
 use strict; use warnings; use POSIX (); use IO::Handle; use Fcntl qw(F_SETFD FD_CLOEXEC);
 my ($log, $pidf, $exitf, @cmd) = @ARGV;
 my $record = delete $ENV{record};
-delete $ENV{tpurun_reserved};
+delete @ENV{qw(tpurun_reserved tpurun_me tpurun_since)};
 my $reservation;
 fcntl($reservation, F_SETFD, FD_CLOEXEC) if open($reservation, "<&=", 9);
 $SIG{$_} = "IGNORE" for qw(HUP INT TERM PIPE);
@@ -138,13 +145,14 @@ my $job = fork;
 die "tpurun: fork: $!\n" unless defined $job;
 if ($job == 0) {
   $SIG{$_} = "DEFAULT" for qw(HUP INT TERM PIPE);
-  close $r; close $out;
+  close $r; close $out; POSIX::close(3);
   open(STDIN, "<", "/dev/null"); open(STDOUT, ">&", $w); open(STDERR, ">&", $w); close $w;
   { exec("sh", "-c", q{eval "$job_env"; unset job_env pidf exitf; exec setsid "$@"}, "tpurun-job", @cmd) }
   POSIX::_exit(127);
 }
 close $w;
 put($pidf, "$job $job\n");
+if (open(my $started, ">&=", 3)) { print $started "$$ $job\n"; close $started; }
 my $rin = ""; vec($rin, fileno($r), 1) = 1;
 my ($dirty, $synced, $code, $eof) = (0, time, undef, 0);
 for (;;) {

@@ -4,6 +4,8 @@
 // anywhere, and Ctrl-C (or SIGTERM) gives everything up; from the launch
 // on, every worker is launched and the stage detaches.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +35,7 @@
 #include "tpurun/util/identity.hpp"
 #include "tpurun/util/safe_dir.hpp"
 #include "tpurun/util/text.hpp"
+#include "tpurun/util/unique_fd.hpp"
 
 namespace tpurun {
 namespace {
@@ -56,6 +59,7 @@ StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printe
                                  human_size(p.bytes_done), human_size(p.bytes_total), human_size(p.bytes_reused)));
   });
   printer.clear_progress();
+  spdlog::debug("stage: snapshot {}", staged ? (staged->reused ? "reused" : "built") : "failed");
   if (!staged && ctx.cancel.cancelled()) throw Interrupted("interrupted while staging: " + staged.error().message);
   if (!staged) throw std::runtime_error("staging failed: " + staged.error().message);
   return *staged;
@@ -247,6 +251,7 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
     throw;
   }
   reserved.set_value(true);
+  spdlog::debug("stage: {} reserved", count_of(plan.target.workers.size(), "worker"));
   StagedRun run;
   run.staged = building.get();  // an interrupt here gives the reservations up
   if (run.staged.reused) {
@@ -258,7 +263,11 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   }
   if (ctx.cancel.cancelled()) throw Interrupted(interrupted_by() + " before the launch; nothing was started");
   PushedRun pushed;  // no shared mount: the workers' own copies
-  if (!pod.shared_mount) pushed = push_to_workers(plan, run.staged, run_id, *reservations, printer, ctx.cancel);
+  if (!pod.shared_mount) {
+    spdlog::debug("stage: snapshot ready, pushing it");
+    pushed = push_to_workers(plan, run.staged, run_id, *reservations, printer, ctx.cancel);
+    spdlog::debug("stage: every worker holds the snapshot");
+  }
 
   run.record = make_record(plan, run.staged, run_id);
   run.record.worker_staged_dir = pushed.staged_dir;
@@ -281,10 +290,17 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   // The watcher starts first, so the gang rules hold even if this client is
   // killed while launching. From here on the launch goes through: the
   // workers are launched together, and Ctrl-C only detaches afterwards.
-  run.watcher_pid = start_watcher(run.record, ctx);
+  int launching[2];
+  if (::pipe2(launching, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+  UniqueFd launching_read(launching[0]), launching_write(launching[1]);
+  run.watcher_pid = start_watcher(run.record, ctx, launching_read.get());
+  launching_read.reset();
+  spdlog::debug("stage: run record written, watcher started; launching");
   LaunchSpec spec{run.record.run_id, workers_log_dir(run.record), workers_staged_dir(run.record), r.argv, r.env,
                   static_cast<int>(pod.workers.size()), 1, 1 + r.restarts, plan.slices};
   run.launched = reservations->launch(spec);
+  launching_write.reset();  // the watcher connects now
+  spdlog::debug("stage: launch answered");
   for (const WorkerOutcome& launch : run.launched.outcomes) {
     if (run.launched.pids.count(launch.worker.index)) {
       run.running.push_back(launch.worker);

@@ -49,7 +49,7 @@ bool covers(const std::vector<Worker>& killed, const std::vector<Worker>& run) {
 
 }  // namespace
 
-int start_watcher(const RunRecord& run, Context& ctx) {
+int start_watcher(const RunRecord& run, Context& ctx, int launching_fd) {
   std::vector<std::string> args;
   if (auto config = find_config_file(ctx.pod_request.config_path, ctx.env)) {
     args.push_back("--config");
@@ -59,7 +59,7 @@ int start_watcher(const RunRecord& run, Context& ctx) {
   // shows; never -vv's libssh log, which would fill the shared mount.
   if (ctx.verbosity > 0) args.push_back("-v");
   args.insert(args.end(), {"--pod", run.pod, "_watcher", run.log_dir});
-  auto pid = spawn_detached_self(args, watcher_log_path(run.log_dir));
+  auto pid = spawn_detached_self(args, watcher_log_path(run.log_dir), launching_fd);
   if (!pid) throw std::runtime_error("cannot start the run's watcher: " + pid.error());
   return *pid;
 }

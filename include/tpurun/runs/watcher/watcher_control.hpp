@@ -13,8 +13,11 @@
 namespace tpurun {
 
 // Starts the run's watcher, detached, with the config and pod this command
-// used. Returns its pid, or throws.
-int start_watcher(const RunRecord& run, Context& ctx);
+// used. Returns its pid, or throws. `launching_fd`, when given, becomes the
+// watcher's stdin: the read end of a pipe that the stage closes once its
+// launch is answered (or it dies); until then (at most 10 s) the watcher
+// opens no SSH connection, so its handshakes do not slow the launch.
+int start_watcher(const RunRecord& run, Context& ctx, int launching_fd = -1);
 
 // kill --run RUN (`run` not empty): that run's watcher, if RUN is one of
 // `user`'s recorded runs. A kill of all the user's jobs on the whole pod: the
