@@ -4,7 +4,8 @@
 # no staging_root/logs_root), stage copies the snapshot to every worker, the
 # jobs write their logs on their own disks, and the watcher mirrors them to
 # the dev VM: stage, an unchanged re-stage, collapsed followed output, a gang
-# fail-fast, kill --run, runs, and logs read with a VM gone.
+# fail-fast, a restart, runs, profile, gc, kill --run, and logs read with a
+# VM gone.
 # Asserts on exit codes, messages and files, never on timings.
 export FAKEPOD_STATE=/var/lib/tpurun-fakepod-noshare FAKEPOD_NET=127.0.10 FAKEPOD_NFS=/srv/tpurun-noshare
 export FAKEPOD_WORKERS=4 FAKEPOD_NFS_MODE=none
@@ -56,6 +57,18 @@ frun=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
 assert_eq "$(run_field alice "$frun" '" ".join(w["state"] for w in r["workers"])')" "stopped failed stopped stopped"
 assert_contains "$(cat "$logs/$frun/worker1.log")" "w1 broke"
 no_job_left alice "$frun"
+
+note "a restart: w1 fails its first attempt, the gang goes again, the second attempt's records come back"
+expect_exit 0 tpurun_as alice -C "$proj" stage --restarts 1 -- \
+  sh -c 'if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 1 ]; then exit 7; fi; echo "attempt $TPURUN_ATTEMPT ok"'
+assert_contains "$ERR" "restarting as attempt 2 of 2"
+assert_contains "$ERR" "succeeded (attempt 2 of 2)"
+rrun=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
+assert_eq "$(cat "$logs/$rrun/worker1.exit")" "7"
+assert_eq "$(cat "$logs/$rrun/worker1.a2.exit")" "0"
+grep -q '^attempt 2 ok$' "$logs/$rrun/worker1.log" || fail "w1's second attempt's output was not mirrored"
+expect_exit 0 tpurun_as alice runs
+assert_contains "$OUT" "$rrun"
 
 note "profile: the traces written on the workers' disks are fetched into the run's log dir"
 krun=$(stage_detached alice "$proj" -- python3 train.py --forever --step-time 0.1 --profiler-port 9999)
