@@ -118,7 +118,7 @@ def manifest_of(f):
 # Where content this worker already has lives: the files of its newest
 # snapshots (their kept manifests say which object each is), and the object
 # store of earlier tpurun versions. Each is checked before it is trusted.
-def sources(udir):
+def sources(udir):  # object -> its file, relative to udir
     found = {}
     kept = []
     for n in os.listdir(udir):
@@ -132,13 +132,13 @@ def sources(udir):
             with open(os.path.join(udir, ".manifest-" + snap), "rb") as f:
                 for kind, x, size, obj, path, target in manifest_of(f)[0]:
                     if kind == "f" and obj not in found:
-                        found[obj] = os.path.join(udir, snap, path)
+                        found[obj] = snap + "/" + path
         except (OSError, ValueError, IndexError, EOFError):  # unreadable: not a source
             continue
     return found
-def usable(path, size, x):
+def usable(rel, size, x):
     try:
-        st = os.lstat(path)
+        st = os.lstat(rel, dir_fd=ufd)
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_size == size and bool(st.st_mode & 0o100) == x
@@ -152,9 +152,11 @@ try:
         sys.exit(0)
     say("need")
     entries, manifest = manifest_of(inp)
+    # Paths below are relative to the user's dir (a descriptor): each lookup
+    # walks a few names, not the whole path from /.
+    ufd = os.open(udir, os.O_RDONLY | os.O_DIRECTORY)
     found = sources(udir)
-    legacy = os.path.join(udir, ".objects")
-    legacy = legacy if os.path.isdir(legacy) else None
+    legacy = ".objects" if os.path.isdir(os.path.join(udir, ".objects")) else None
     here, missing, need = {}, {}, 0
     for kind, x, size, obj, path, target in entries:
         if kind != "f" or obj in here:
@@ -162,7 +164,7 @@ try:
         if obj in missing:
             missing[obj].append(path)
             continue
-        for src in (found.get(obj), legacy and os.path.join(legacy, obj)):
+        for src in (found.get(obj), legacy and legacy + "/" + obj):
             if src and usable(src, size, x):
                 here[obj] = src
                 break
@@ -178,26 +180,29 @@ try:
     out.write("".join(m + "\n" for m in missing)); out.flush()
     # The snapshot is built in a temp dir: what this worker has is linked
     # there while the content it lacks is on its way.
-    tmp = os.path.join(udir, ".tmp-%s-%d" % (name, os.getpid()))
+    tmp_name = ".tmp-%s-%d" % (name, os.getpid())
+    tmp = os.path.join(udir, tmp_name)
     os.mkdir(tmp, 0o700)
     dirs = set()
-    def place(path):
-        full = os.path.join(tmp, path)
-        parent = os.path.dirname(full)
+    def place(path):  # the path's name in the temp dir, relative to udir; its dirs made
+        rel = tmp_name + "/" + path
+        parent = os.path.dirname(rel)
         if parent not in dirs:
-            os.makedirs(parent, 0o755, exist_ok=True)
+            os.makedirs(os.path.join(udir, parent), 0o755, exist_ok=True)
             dirs.add(parent)
-        return full
-    def link_or_copy(src, full, x):
+        return rel
+    def at_udir(rel, flags):
+        return os.open(rel, flags, 0o600, dir_fd=ufd)
+    def link_or_copy(src, rel, x):
         try:
-            os.link(src, full)
+            os.link(src, rel, src_dir_fd=ufd, dst_dir_fd=ufd)
         except OSError:  # too many links, or another file system: a copy
-            with open(src, "rb") as s, open(full, "wb") as d:
+            with open(src, "rb", opener=at_udir) as s, open(rel, "wb", opener=at_udir) as d:
                 d.write(s.read())
-            os.chmod(full, 0o555 if x else 0o444)
+            os.chmod(rel, 0o555 if x else 0o444, dir_fd=ufd)
     for kind, x, size, obj, path, target in entries:
         if kind == "l":
-            os.symlink(target, place(path))
+            os.symlink(target, place(path), dir_fd=ufd)
         elif obj in here:
             link_or_copy(here[obj], place(path), x)
     # Each new object is written once, at its first path, with its final mode.
@@ -208,7 +213,8 @@ try:
         obj, size = line.split()
         paths = missing.pop(obj)
         first = place(paths[0])
-        fd = os.open(first, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o555 if obj.endswith(".x") else 0o444)
+        fd = os.open(first, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o555 if obj.endswith(".x") else 0o444,
+                     dir_fd=ufd)
         try:
             copy_to_fd(int(size), fd)
         finally:
@@ -218,15 +224,15 @@ try:
     if missing:
         raise OSError("the stage did not send %d of the files this worker lacked" % len(missing))
     for kind, x, size, obj, path, target in entries:
-        full = os.path.join(tmp, path)
-        st = os.lstat(full)
+        rel = tmp_name + "/" + path
+        st = os.lstat(rel, dir_fd=ufd)
         if kind == "l":
-            if not stat.S_ISLNK(st.st_mode) or os.readlink(full) != target:
+            if not stat.S_ISLNK(st.st_mode) or os.readlink(rel, dir_fd=ufd) != target:
                 raise OSError("%s: not the symlink the snapshot has" % path)
         elif not stat.S_ISREG(st.st_mode) or st.st_size != size or bool(st.st_mode & 0o100) != x:
             raise OSError("%s: %d bytes here, %d in the snapshot (or another mode)" % (path, st.st_size, size))
-    for d in sorted(dirs | {tmp}, key=len, reverse=True):
-        os.chmod(d, 0o555)
+    for d in sorted(dirs | {tmp_name}, key=len, reverse=True):
+        os.chmod(d, 0o555, dir_fd=ufd)
     final = os.path.join(udir, name)
     try:
         os.rename(tmp, final)
