@@ -20,6 +20,7 @@ PushedRun push_to_workers(const StagePlan& plan, const StagedSnapshot& staged, c
   const PushTarget target{pod.worker_root + "/staging", pod.worker_root + "/logs", plan.user, plan.project, run_id};
   const auto& workers = reservations.workers();
   std::vector<Result<PushResult, std::string>> results(workers.size(), unexpected(std::string("not reserved")));
+  const PushContent content(staged);
   std::atomic<size_t> done{0};
   std::atomic<std::uint64_t> sent{0};
   std::mutex progress;
@@ -34,7 +35,7 @@ PushedRun push_to_workers(const StagePlan& plan, const StagedSnapshot& staged, c
     }
     if (!results[i]) {
       reservations.with_connection_kept(i, [&](Connection& connection, const std::function<void()>& keepalive) {
-        results[i] = push_snapshot(connection, staged, target, cancel, keepalive);
+        results[i] = push_snapshot(connection, content, target, cancel, keepalive);
       });
     }
     if (results[i]) {
