@@ -81,7 +81,12 @@ tp_stage() {
   (cd "$src" && as_alice /usr/bin/time -f '%M' -o "$work/alice/rss" "$bin" --config "$FAKEPOD_CONFIG" stage --detach -- true) \
     >/dev/null 2>"$work/stage.err" || { echo "stage failed: $(tail -5 "$work/stage.err")" >&2; exit 1; }
   echo "rss_kib $(cat "$work/alice/rss")" >>"$work/extra"
-  sed -n 's/.*sent [0-9]* files\? (\([^)]*\)).*/sent \1/p' "$work/stage.err" >>"$work/extra"
+  # What left this host: the content the workers lacked (nothing when every worker had it).
+  if grep -q 'every worker had snapshot' "$work/stage.err"; then
+    echo "sent 0 B" >>"$work/extra"
+  else
+    sed -n 's/.*sent [0-9]* files\? (\([^)]*\)).*/sent \1/p' "$work/stage.err" >>"$work/extra"
+  fi
 }
 rsync_all() {
   for ip in "${ips[@]}"; do
@@ -144,5 +149,7 @@ extra = [l.split(None, 1) for l in open(sys.argv[2]) if l.strip()]
 rss = [int(v) for k, v in extra if k == "rss_kib"]
 sent = [v.strip() for k, v in extra if k == "sent"]
 print(f"  tpurun client peak RSS: {max(rss) / 1024:.0f} MiB (target <= 64)")
-print(f"  bytes sent per stage, all workers (fresh, unchanged, changed ...): {', '.join(sent)}")
+reps = [sent[i:i + 3] for i in range(0, len(sent), 3)]
+print("  bytes sent by tpurun, all workers together, per rep (fresh / unchanged / changed): "
+      + "; ".join(" / ".join(r) for r in reps) + f"  (fresh: the tree, about {size / 1e6:.0f} MB, to each of {workers})")
 PY

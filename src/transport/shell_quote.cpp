@@ -47,7 +47,7 @@ std::string shell_display(const std::vector<std::string>& argv) {
 }
 
 std::string python3_command(std::string_view program, const std::vector<std::string>& words) {
-  std::string command = "exec python3 -c " + shell_quote(program);
+  std::string command = "exec python3 -I -S -c " + shell_quote(program);
   for (const auto& word : words) command += " " + word;
   return command;
 }
