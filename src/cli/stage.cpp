@@ -77,7 +77,8 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
                 "pod's TPU VM and its queued resource, as `tpurun down --yes` does");
   cmd->add_flag("--recreate", o.recreate,
                 "gcloud pods: when the TPU VM is PREEMPTED, TERMINATED or deleted, delete it, create it again "
-                "as it was, run the pod's \"setup\" on it and resume the run (uses up no --restarts)");
+                "as it was, run the pod's \"setup\" on it (with no shared mount: copy the snapshot to it) and resume "
+                "the run (uses up no --restarts)");
   cmd->add_option("--max-preemptions", o.max_preemptions,
                   "With --recreate: how many preemptions to recover from (default 3); the next one ends the run")
       ->type_name("M");
@@ -140,8 +141,9 @@ deletes it, creates it again with what describe said at stage time (type,
 runtime version, network, spot/preemptible, labels, metadata), waits for
 READY, lets gcloud put your key and the new host keys in place, runs the
 pod's "setup" script (tpurun.json: "setup": "scripts/setup.sh", run like
-exec --script on every worker; output in <log dir>/setup.log) and resumes
-with TPURUN_ATTEMPT one higher. A preemption uses up no --restarts;
+exec --script on every worker; output in <log dir>/setup.log), copies the
+snapshot to the new disk on a pod with no shared mount, and resumes with
+TPURUN_ATTEMPT one higher. A preemption uses up no --restarts;
 --max-preemptions M (default 3) bounds them. It never deletes a VM that is in
 another state, that is not the one the run was on, or while another user has
 claimed the pod or holds a TPU on it; every delete and create goes to your
@@ -270,6 +272,7 @@ void print_dry_run(const StagePlan& plan, std::FILE* out) {
   } else {
     fmt::print(out, "  setup: bash -s < {} on every worker (output: {}/setup.log)\n", target.pod.setup_script, log_dir);
   }
+  if (!target.pod.shared_mount) fmt::print(out, "  the snapshot copied to the new VM's workers (no shared mount)\n");
   fmt::print(out, "  then attempt N+1 from the same snapshot\n");
 }
 

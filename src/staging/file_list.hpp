@@ -27,9 +27,10 @@ Result<SourceListing, StageError> list_git_files(const std::string& source_dir, 
                                                  const IgnoreRules& rules, ProcessRunner& processes,
                                                  const CancelToken& cancel);
 
-// Outside git: everything but walk_defaults() and the rules.
+// Outside git: everything but walk_defaults() (unless `defaults` is false:
+// a published snapshot, read back whole) and the rules.
 Result<SourceListing, StageError> walk_files(int root_fd, const IgnoreRules& rules,
-                                             const CancelToken& cancel);
+                                             const CancelToken& cancel, bool defaults = true);
 
 enum class EntryKind { staged, directory, special, missing };
 // lstat's one directory entry into `file` (and reads a symlink's target).

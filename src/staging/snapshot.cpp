@@ -153,18 +153,6 @@ void remember_tree(int user_fd, const std::string& hash, const std::string& name
   if (::renameat(user_fd, temp.c_str(), user_fd, tree_link(hash).c_str()) != 0) ::unlinkat(user_fd, temp.c_str(), 0);
 }
 
-std::vector<SnapshotEntry> entries_of(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes) {
-  std::vector<SnapshotEntry> entries;
-  entries.reserve(files.size());
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    const SourceFile& f = files[i];
-    SnapshotEntry e{f.path, f.symlink, f.executable, f.stamp.size, "", f.link_target};
-    if (!f.symlink) e.object = std::string(ObjectName(hashes[i], f.executable).view());
-    entries.push_back(std::move(e));
-  }
-  return entries;
-}
-
 // Unchanged code: every file's content is known from the stat cache, and
 // their tree is a snapshot the user already has. On NFS a snapshot costs a
 // create or a link per file, each a round trip; this costs three. The

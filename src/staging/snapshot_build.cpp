@@ -144,4 +144,16 @@ ContentHash tree_hash(const std::vector<SourceFile>& files,
   return hasher.digest();
 }
 
+std::vector<SnapshotEntry> entries_of(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes) {
+  std::vector<SnapshotEntry> entries;
+  entries.reserve(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const SourceFile& f = files[i];
+    SnapshotEntry e{f.path, f.symlink, f.executable, f.stamp.size, "", f.link_target};
+    if (!f.symlink) e.object = std::string(ObjectName(hashes[i], f.executable).view());
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
 }  // namespace tpurun::staging

@@ -45,4 +45,7 @@ int make_read_only(int tree_fd, const std::vector<SourceFile>& files);
 // XXH3-128 over the sorted (path, mode, content hash or link target) list.
 ContentHash tree_hash(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes);
 
+// What a worker without the shared mount rebuilds (staging/push.hpp).
+std::vector<SnapshotEntry> entries_of(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes);
+
 }  // namespace tpurun::staging

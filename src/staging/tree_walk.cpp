@@ -16,8 +16,8 @@ namespace {
 
 class TreeWalk {
  public:
-  TreeWalk(const IgnoreRules& rules, const CancelToken& cancel) : cancel_(cancel) {
-    rules_ = IgnoreRules::walk_defaults();
+  TreeWalk(const IgnoreRules& rules, const CancelToken& cancel, bool defaults) : cancel_(cancel) {
+    if (defaults) rules_ = IgnoreRules::walk_defaults();
     rules_.append(rules);
   }
 
@@ -81,8 +81,8 @@ class TreeWalk {
 }  // namespace
 
 Result<SourceListing, StageError> walk_files(int root_fd, const IgnoreRules& rules,
-                                             const CancelToken& cancel) {
-  TreeWalk walk(rules, cancel);
+                                             const CancelToken& cancel, bool defaults) {
+  TreeWalk walk(rules, cancel, defaults);
   if (!walk.walk(root_fd, "")) {
     if (walk.error) return unexpected(*walk.error);
     return unexpected(cancelled_error());

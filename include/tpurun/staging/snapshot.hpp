@@ -94,4 +94,10 @@ Result<StagedSnapshot, StageError> create_snapshot(
     const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
     const std::function<void(const SnapshotProgress&)>& progress = {});
 
+// A published snapshot read back from its dir (read-only, so it is what was
+// staged): its files hashed again, its entries and tree hash. The watcher of
+// a run on a pod with no shared mount pushes it again to a recreated TPU VM,
+// whose new disk has none of it. `name` is the dir's last part.
+Result<StagedSnapshot, StageError> read_snapshot(const std::string& dir, const CancelToken& cancel);
+
 }  // namespace tpurun

@@ -45,10 +45,6 @@ void require_roots(const PodConfig& pod) {
 // --recreate needs a TPU VM that tpurun describes and can create again as it was.
 void check_recreate(const PodConfig& pod) {
   const std::string head = fmt::format("--recreate: pod '{}'", pod.name);
-  if (!pod.shared_mount) {
-    throw UsageError(head + " has no shared mount: a recreated TPU VM's disk would have neither the snapshot nor "
-                            "the run's logs; tpurun recreates TPU VMs of pods with a shared mount only (docs/runs.md)");
-  }
   if (!pod.slices.empty()) {
     throw UsageError(head + " is a multi-slice pod; tpurun recreates the TPU VM of a single gcloud pod only "
                             "(see docs/runs.md)");

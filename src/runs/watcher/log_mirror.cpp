@@ -96,7 +96,16 @@ bool safe_relative(const std::string& path) {
   return true;
 }
 
+bool is_job_log(const std::string& path) { return path.ends_with(".log"); }
+
 }  // namespace
+
+void MirrorState::new_host() {
+  for (const auto& [path, offset] : offsets) {
+    if (is_job_log(path)) base[path] += offset;
+  }
+  offsets.clear();
+}
 
 std::string mirror_worker_program() { return kProgram; }
 
@@ -128,10 +137,20 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
     } else {
       UniqueFd fd(::open(local.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
       if (!fd) throw std::runtime_error(fmt::format("cannot write {}: {}", local, std::strerror(errno)));
-      if (offset == 0) ::ftruncate(fd.get(), 0);  // a log that started again
+      auto sent = state.offsets.find(path);
+      if (sent != state.offsets.end() && offset < sent->second) {  // it started again there
+        // A job's log keeps what came before (an earlier attempt's traceback);
+        // another file is sent again whole.
+        if (is_job_log(path)) {
+          state.base[path] += sent->second;
+        } else if (offset == 0) {
+          ::ftruncate(fd.get(), 0);
+        }
+      }
+      const std::uint64_t at = offset + (is_job_log(path) ? state.base[path] : 0);
       size_t done = 0;
       while (done < data.size()) {
-        const ssize_t n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+        const ssize_t n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(at + done));
         if (n <= 0) throw std::runtime_error(fmt::format("cannot write {}: {}", local, std::strerror(errno)));
         done += static_cast<size_t>(n);
       }
@@ -143,7 +162,9 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
 }
 
 struct LogMirror::Worker_ {
-  Worker worker;
+  std::mutex mutex;
+  Worker worker;            // under mutex
+  std::atomic<bool> moved{false};  // a new VM: its disk has none of what was sent
   MirrorState state;
   std::thread thread;
   std::unique_ptr<ExecStream> stream;  // the current one (its thread's)
@@ -184,17 +205,31 @@ void LogMirror::finish(int wait_s) {
   }
 }
 
+void LogMirror::move_to(const std::vector<Worker>& now) {
+  for (size_t i = 0; i < now.size() && i < workers_.size(); ++i) {
+    std::lock_guard lock(workers_[i]->mutex);
+    workers_[i]->worker = now[i];
+    workers_[i]->moved = true;
+  }
+}
+
 void LogMirror::mirror(Worker_& w) {
   CancelToken never;
   while (!stopping_ && !w.done) {
-    auto connection = transport_.connect(w.worker, never);
+    if (w.moved.exchange(false)) w.state.new_host();
+    Worker worker;
+    {
+      std::lock_guard lock(w.mutex);
+      worker = w.worker;
+    }
+    auto connection = transport_.connect(worker, never);
     std::vector<std::string> words = {shell_quote(remote_dir_)};
     for (const auto& [path, offset] : w.state.offsets) words.push_back(shell_quote(fmt::format("{}={}", path, offset)));
     const std::string command = python3_command(kProgram, words);
     Result<std::unique_ptr<ExecStream>, TransportError> stream = unexpected(TransportError{});
     if (connection) stream = (*connection)->open_exec(command, never);
     if (!connection || !stream) {
-      spdlog::debug("mirror {}: {}", w.worker.display(),
+      spdlog::debug("mirror {}: {}", worker.display(),
                     connection ? stream.error().message : connection.error().message);
       if (w.finishing) break;  // it cannot be asked: what arrived is what there is
       std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -204,6 +239,7 @@ void LogMirror::mirror(Worker_& w) {
     bool asked = false;
     for (;;) {
       if (stopping_) return;
+      if (w.moved) break;  // the old VM's stream: what it had not sent is gone with it
       if (w.finishing && !asked) {
         (*stream)->write("Q\n");
         asked = true;
@@ -216,7 +252,7 @@ void LogMirror::mirror(Worker_& w) {
       try {
         ok = apply_mirror_frames(local_dir_, buffer, w.state, &n);
       } catch (const std::exception& e) {
-        spdlog::warn("mirror {}: {}", w.worker.display(), e.what());
+        spdlog::warn("mirror {}: {}", worker.display(), e.what());
       }
       bytes_ += n;
       if (!ok) break;

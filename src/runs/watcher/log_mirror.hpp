@@ -12,6 +12,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,9 @@ class LogMirror {
   LogMirror(std::vector<Worker> workers, Transport& transport, std::string remote_dir, std::string local_dir);
   ~LogMirror();
   void start();
+  // The run's workers are elsewhere now (a recreated TPU VM): mirrored from
+  // there, a job's log goes on after what arrived from the old VM.
+  void move_to(const std::vector<Worker>& now);
   // One last round on every worker that answers (within `wait_s`), then stop.
   void finish(int wait_s = 10);
   // Bytes received so far (tests, the bench).
@@ -49,8 +53,13 @@ class LogMirror {
 // arrived. Consumes whole frames from `buffer`. False on a frame that is not
 // one (or names a path outside the dir).
 struct MirrorState {
-  std::map<std::string, std::uint64_t> offsets;
+  std::map<std::string, std::uint64_t> offsets;  // how far each file arrived, as the worker counts
+  // A job's log (*.log) that started again there (a new VM's disk) goes on
+  // after what came before: its bytes here are base + the worker's offset.
+  std::map<std::string, std::uint64_t> base;
   bool ended = false;
+  // The worker is a new VM: nothing of what it has was sent.
+  void new_host();
 };
 bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, MirrorState& state,
                          std::uint64_t* bytes = nullptr);

@@ -63,6 +63,9 @@ class Watcher {
   // attempts are left (or the watcher was signalled meanwhile).
   bool preempted();
   bool stopped_during_restart();
+  // No shared mount: the snapshot pushed again where a new VM may lack it.
+  // "" once every worker holds it, else what the relaunch waits for.
+  std::string push_snapshot_again_to_workers();
   int finish();
 
   const WatcherSetup& setup_;
@@ -80,7 +83,8 @@ class Watcher {
   std::vector<Worker> workers_;  // where the run's jobs are: the record's, moved when the TPU VM's addresses change
   PreemptionRecovery recovery_;
   bool out_of_space_ = false;
-  bool vm_checked_ = false;  // the TPU VM was described after the last attempt ended
+  bool vm_checked_ = false;
+  bool snapshot_unsure_ = false;  // the workers changed since the snapshot reached them  // the TPU VM was described after the last attempt ended
   StallWatch stall_;  // --stall-after, --on-stall, the board's idle mark
 };
 

@@ -6,11 +6,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "runs/watcher/restart_check.hpp"
+#include "runs/watcher/snapshot_again.hpp"
 #include "runs/watcher/watcher_impl.hpp"
 #include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/util/text.hpp"
 
 namespace tpurun {
 namespace {
@@ -57,12 +60,16 @@ bool Watcher::relaunch(std::unique_ptr<LivenessProber>& prober) {
   for (;;) {
     RestartCheck check = check_restart(setup_.record, setup_.pod, transport_, processes_, setup_.fanout, cancel_);
     if (!check.gone.empty()) {
-      if (recovery_.recover(monitor_, check, workers_)) continue;
+      if (recovery_.recover(monitor_, check, workers_)) {
+        snapshot_unsure_ = true;
+        continue;
+      }
       return preempted();
     }
     std::string waiting = check.waiting_for;
-    if (check.ready()) {
-      move_to(check.workers, prober);
+    if (check.ready()) move_to(check.workers, prober);
+    if (check.ready() && snapshot_unsure_) waiting = push_snapshot_again_to_workers();
+    if (check.ready() && !snapshot_unsure_) {
       const int next = state.attempt + 1;
       // Every worker is reserved first, or the attempt is not launched at
       // all: another stage that took a worker meanwhile is waited for.
@@ -123,9 +130,33 @@ bool Watcher::preempted_at_end() {
   RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_);
   if (check.gone.empty()) return false;
   if (!lost) say(fmt::format("attempt {} failed, and {}", monitor_.state().attempt, check.gone));
-  if (recovery_.recover(monitor_, check, workers_)) return true;
+  if (recovery_.recover(monitor_, check, workers_)) {
+    snapshot_unsure_ = true;
+    return true;
+  }
   preempted();
   return false;
+}
+
+// No shared mount: the workers of a new TPU VM (or a VM that moved) must hold
+// the run's snapshot whole before the attempt starts there. "" once they do
+// (snapshot_unsure_ is cleared), else what the relaunch waits for.
+std::string Watcher::push_snapshot_again_to_workers() {
+  if (setup_.record.worker_staged_dir.empty()) {  // a shared mount: the workers see it
+    snapshot_unsure_ = false;
+    return "";
+  }
+  SnapshotAgain again = push_snapshot_again(setup_.record, setup_.pod, workers_, transport_, setup_.fanout, cancel_);
+  if (!again.error.empty()) return "cannot copy the snapshot to the workers again: " + again.error;
+  if (!again.failed.empty()) {
+    return fmt::format("waiting for the snapshot to reach every worker:\n  {}", fmt::join(again.failed, "\n  "));
+  }
+  const std::string name = std::filesystem::path(setup_.record.staged_dir).filename().string();
+  say(again.sent_to == 0 ? fmt::format("every worker holds snapshot {} (no shared mount)", name)
+                         : fmt::format("snapshot {} → {} (no shared mount): sent {} they lacked", name,
+                                       count_of(again.sent_to, "worker"), human_size(again.bytes)));
+  snapshot_unsure_ = false;
+  return "";
 }
 
 // The workers' current addresses (a gcloud pod's TPU VM may have new ones
@@ -141,6 +172,8 @@ void Watcher::move_to(const std::vector<Worker>& now, std::unique_ptr<LivenessPr
   }
   if (!moved) return;
   workers_ = now;
+  snapshot_unsure_ = true;  // a new VM's disk, perhaps
+  if (mirror_) mirror_->move_to(workers_);
   prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
   stall_.start(workers_);
 }
