@@ -4,8 +4,8 @@
 # no staging_root/logs_root), stage copies the snapshot to every worker, the
 # jobs write their logs on their own disks, and the watcher mirrors them to
 # the dev VM: stage, an unchanged re-stage, collapsed followed output, a gang
-# fail-fast, a restart, runs, profile, gc, kill --run, and logs read with a
-# VM gone.
+# fail-fast, a restart, runs, profile, gc, kill --run, and logs and
+# TensorBoard's event files read with a VM gone.
 # Asserts on exit codes, messages and files, never on timings.
 export FAKEPOD_STATE=/var/lib/tpurun-fakepod-noshare FAKEPOD_NET=127.0.10 FAKEPOD_NFS=/srv/tpurun-noshare
 export FAKEPOD_WORKERS=4 FAKEPOD_NFS_MODE=none
@@ -24,7 +24,8 @@ on_exit "rm -rf '$home/.tpurun'"
 worker_file() { wexec "$1" --user alice -- cat "$2"; }
 
 note "stage on a pod with no shared mount: the snapshot goes to every worker, the logs come back"
-expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line'
+expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line
+  mkdir -p "$TPURUN_LOG_DIR/tb" && echo "event of w$TPURUN_WORKER" >"$TPURUN_LOG_DIR/tb/events.out.tfevents.w$TPURUN_WORKER"'
 assert_contains "$ERR" "→ 4 workers (no shared mount): sent"
 assert_not_contains "$ERR" "sent 0 files"
 assert_contains "$ERR" "succeeded"
@@ -104,4 +105,9 @@ stop_worker 2
 expect_exit 0 tpurun_as alice logs "$run"
 assert_contains "$OUT" "hello from"
 assert_contains "$OUT" "same line"
+# and TensorBoard reads the event files that came back, here
+expect_exit 0 tpurun_as alice tensorboard "$run" --dry-run
+assert_contains "$OUT" "--logdir_spec="
+assert_contains "$OUT" "$logs/$run"
+assert_eq "$(cat "$logs/$run/tb/events.out.tfevents.w2")" "event of w2"
 pass
