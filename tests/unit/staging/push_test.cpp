@@ -127,6 +127,21 @@ TEST_F(PushTest, ANewSnapshotSendsOnlyTheContentTheWorkerLacks) {
   EXPECT_EQ(read(pushed->staged_dir + "/data/big.bin").size(), 300u * 1024);
 }
 
+TEST_F(PushTest, AnEarlierFileThatWasChangedThereIsSentAgain) {
+  auto first = push(stage_ok());
+  ASSERT_TRUE(first.ok()) << first.error();
+  // Someone made the worker's earlier snapshot writable and changed a file in it.
+  const std::string big = first->staged_dir + "/data/big.bin";
+  ::chmod((first->staged_dir + "/data").c_str(), 0755);
+  ::chmod(big.c_str(), 0644);
+  std::ofstream(big, std::ios::app) << "tampered";
+  write("main.py", "print('changed')\n");
+  auto pushed = push(stage_ok());
+  ASSERT_TRUE(pushed.ok()) << pushed.error();
+  EXPECT_EQ(pushed->objects_sent, 2u);  // main.py's new content, and big.bin again
+  EXPECT_EQ(read(pushed->staged_dir + "/data/big.bin"), std::string(300 * 1024, 'b'));
+}
+
 TEST_F(PushTest, ACutConnectionLeavesNoHalfSnapshot) {
   const StagedSnapshot s = stage_ok();
   cut_after_ = 100 * 1024;  // the manifest goes, then the cut comes inside big.bin
