@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Issue 26, where the VMs come and go, on a pod with no shared mount
 # (FAKEPOD_NFS_MODE=none, a pod of its own: each VM has only its own disk):
+#  - a full disk on one worker: the stage names the worker and the room it
+#    needs, and starts nothing;
 #  - a worker lost mid-run: the gang stops as one, "lost", and what the lost
 #    worker had written is on the dev VM;
 #  - a multi-slice run over two slices of the pod: every worker of both gets
@@ -29,6 +31,19 @@ wait_line() {
   for _ in $(seq 600); do grep -qF -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
   fail "no '$2' in $1: $(cat "$1" 2>&1)"
 }
+
+note "a full disk on one worker: the stage names it and the room needed, and starts nothing anywhere"
+uid=$(wexec 1 --user alice -- id -u) gid=$(wexec 1 --user alice -- id -g)
+wexec 1 --user alice -- mkdir -p "$home/.tpurun"
+wexec 1 -- mount -t tmpfs -o "size=256k,uid=$uid,gid=$gid,mode=700" tmpfs "$home/.tpurun"
+on_exit "\"\$FAKEPOD\" exec 1 -- umount '$home/.tpurun' 2>/dev/null || true"
+expect_exit 1 tpurun_as alice -C "$proj" stage -- true
+assert_contains "$ERR" "the snapshot did not reach 1 worker"
+assert_contains "$ERR" "w1 $(worker_ip 1): no room for the snapshot under ~/.tpurun/staging"
+assert_contains "$ERR" "needed, "
+assert_contains "$ERR" "nothing was started"
+[[ ! -e $logs ]] || [[ -z $(ls "$logs") ]] || fail "a refused stage left a run: $(ls "$logs")"
+wexec 1 -- umount "$home/.tpurun"
 
 note "a worker lost mid-run: the gang stops as one, and w3's output so far is here"
 run=$(stage_detached alice "$proj" --lost-after 3s -- \
