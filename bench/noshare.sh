@@ -78,9 +78,10 @@ remove_aside() {
   wait
 }
 tp_stage() {
-  (cd "$src" && as_alice /usr/bin/time -f '%M' -o "$work/alice/rss" "$bin" --config "$FAKEPOD_CONFIG" stage --detach -- true) \
+  (cd "$src" && as_alice /usr/bin/time -f '%M' -o "$work/alice/rss" "$bin" --config "$FAKEPOD_CONFIG" -v stage --detach -- true) \
     >/dev/null 2>"$work/stage.err" || { echo "stage failed: $(tail -5 "$work/stage.err")" >&2; exit 1; }
-  echo "rss_kib $(cat "$work/alice/rss")" >>"$work/extra"
+  echo "rss_kib $(cat "$work/alice/rss")" >>"$work/extra"  # with its children (git)
+  echo "self_mib $(sed -n 's/.*peak memory: \([0-9.]*\) MiB.*/\1/p' "$work/stage.err")" >>"$work/extra"
   # What left this host: the content the workers lacked (nothing when every worker had it).
   if grep -q 'every worker had snapshot' "$work/stage.err"; then
     echo "sent 0 B" >>"$work/extra"
@@ -147,8 +148,10 @@ if "gcloud/fresh" in med:
           f"ratio {med['tpurun/fresh'] / g:.2f}x (target <= 0.25)")
 extra = [l.split(None, 1) for l in open(sys.argv[2]) if l.strip()]
 rss = [int(v) for k, v in extra if k == "rss_kib"]
+own = [float(v) for k, v in extra if k == "self_mib" and v.strip()]
 sent = [v.strip() for k, v in extra if k == "sent"]
-print(f"  tpurun client peak RSS: {max(rss) / 1024:.0f} MiB (target <= 64)")
+print(f"  tpurun client peak RSS: {max(own):.0f} MiB (target <= 64); with its child processes (git): "
+      f"{max(rss) / 1024:.0f} MiB")
 reps = [sent[i:i + 3] for i in range(0, len(sent), 3)]
 print("  bytes sent by tpurun, all workers together, per rep (fresh / unchanged / changed): "
       + "; ".join(" / ".join(r) for r in reps) + f"  (fresh: the tree, about {size / 1e6:.0f} MB, to each of {workers})")

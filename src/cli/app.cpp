@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -118,6 +119,15 @@ void check_subcommand(int argc, char** argv, const CLI::App& app) {
   }
 }
 
+// -v: this process's peak resident memory (its child processes, git and
+// ssh, apart), for the benches' memory targets.
+void log_peak_memory() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+    spdlog::debug("peak memory: {:.1f} MiB resident (tpurun itself)", static_cast<double>(usage.ru_maxrss) / 1024);
+  }
+}
+
 }  // namespace
 
 void add_target_options(CLI::App& cmd, TargetOptions& options) {
@@ -214,7 +224,10 @@ int main(int argc, char** argv) {
     if (!pod_name.empty()) ctx.pod_request.pod = pod_name;
     ctx.cancel = CancelToken(install_interrupt_handler());
     for (const auto& [cmd, run] : commands) {
-      if (*cmd) return run(ctx);
+      if (!*cmd) continue;
+      const int code = run(ctx);
+      log_peak_memory();
+      return code;
     }
     return 2;
   } catch (const CLI::ParseError& e) {
