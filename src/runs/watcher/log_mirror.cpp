@@ -39,7 +39,7 @@ def one_round():
         for n in names:
             full = os.path.join(top, n)
             try:
-                st = os.stat(full)
+                st = os.lstat(full)  # a planted symlink is no file of the run
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode) and ".tmp" not in n:
