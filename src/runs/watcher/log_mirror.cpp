@@ -164,7 +164,8 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
 struct LogMirror::Worker_ {
   std::mutex mutex;
   Worker worker;            // under mutex
-  std::atomic<bool> moved{false};  // a new VM: its disk has none of what was sent
+  std::atomic<bool> moved{false};  // elsewhere now: connect again
+  bool new_disk = false;           // under mutex: a new VM, whose disk has none of what was sent
   MirrorState state;
   std::thread thread;
   std::unique_ptr<ExecStream> stream;  // the current one (its thread's)
@@ -205,10 +206,11 @@ void LogMirror::finish(int wait_s) {
   }
 }
 
-void LogMirror::move_to(const std::vector<Worker>& now) {
+void LogMirror::move_to(const std::vector<Worker>& now, bool new_vm) {
   for (size_t i = 0; i < now.size() && i < workers_.size(); ++i) {
     std::lock_guard lock(workers_[i]->mutex);
     workers_[i]->worker = now[i];
+    workers_[i]->new_disk = workers_[i]->new_disk || new_vm;
     workers_[i]->moved = true;
   }
 }
@@ -216,11 +218,13 @@ void LogMirror::move_to(const std::vector<Worker>& now) {
 void LogMirror::mirror(Worker_& w) {
   CancelToken never;
   while (!stopping_ && !w.done) {
-    if (w.moved.exchange(false)) w.state.new_host();
     Worker worker;
     {
       std::lock_guard lock(w.mutex);
       worker = w.worker;
+      w.moved = false;
+      if (w.new_disk) w.state.new_host();
+      w.new_disk = false;
     }
     auto connection = transport_.connect(worker, never);
     std::vector<std::string> words = {shell_quote(remote_dir_)};

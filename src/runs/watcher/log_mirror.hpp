@@ -28,9 +28,11 @@ class LogMirror {
   LogMirror(std::vector<Worker> workers, Transport& transport, std::string remote_dir, std::string local_dir);
   ~LogMirror();
   void start();
-  // The run's workers are elsewhere now (a recreated TPU VM): mirrored from
-  // there, a job's log goes on after what arrived from the old VM.
-  void move_to(const std::vector<Worker>& now);
+  // The run's workers are elsewhere now. A new VM (a recreated one:
+  // `new_vm`) has a new disk: mirrored from there, a job's log goes on after
+  // what arrived from the old VM. A VM that only has new addresses (stopped
+  // and started) keeps its disk, and the mirror goes on where it was.
+  void move_to(const std::vector<Worker>& now, bool new_vm);
   // One last round on every worker that answers (within `wait_s`), then stop.
   void finish(int wait_s = 10);
   // Bytes received so far (tests, the bench).

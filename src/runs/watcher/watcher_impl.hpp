@@ -84,7 +84,8 @@ class Watcher {
   PreemptionRecovery recovery_;
   bool out_of_space_ = false;
   bool vm_checked_ = false;
-  bool snapshot_unsure_ = false;  // the workers changed since the snapshot reached them  // the TPU VM was described after the last attempt ended
+  bool snapshot_unsure_ = false;  // the workers changed since the snapshot reached them
+  bool snapshot_unreadable_ = false;  // ... and this host's copy cannot be pushed again  // the TPU VM was described after the last attempt ended
   StallWatch stall_;  // --stall-after, --on-stall, the board's idle mark
 };
 

@@ -68,7 +68,10 @@ bool Watcher::relaunch(std::unique_ptr<LivenessProber>& prober) {
     }
     std::string waiting = check.waiting_for;
     if (check.ready()) move_to(check.workers, prober);
-    if (check.ready() && snapshot_unsure_) waiting = push_snapshot_again_to_workers();
+    if (check.ready() && snapshot_unsure_) {
+      waiting = push_snapshot_again_to_workers();
+      if (snapshot_unreadable_) return false;
+    }
     if (check.ready() && !snapshot_unsure_) {
       const int next = state.attempt + 1;
       // Every worker is reserved first, or the attempt is not launched at
@@ -140,14 +143,22 @@ bool Watcher::preempted_at_end() {
 
 // No shared mount: the workers of a new TPU VM (or a VM that moved) must hold
 // the run's snapshot whole before the attempt starts there. "" once they do
-// (snapshot_unsure_ is cleared), else what the relaunch waits for.
+// (snapshot_unsure_ is cleared), else what the relaunch waits for (a worker
+// that could not take it). A snapshot that cannot be read here ends the run
+// (snapshot_unreadable_): no wait would bring it back.
 std::string Watcher::push_snapshot_again_to_workers() {
   if (setup_.record.worker_staged_dir.empty()) {  // a shared mount: the workers see it
     snapshot_unsure_ = false;
     return "";
   }
   SnapshotAgain again = push_snapshot_again(setup_.record, setup_.pod, workers_, transport_, setup_.fanout, cancel_);
-  if (!again.error.empty()) return "cannot copy the snapshot to the workers again: " + again.error;
+  if (!again.error.empty()) {
+    say(fmt::format("cannot relaunch: the run's snapshot cannot be copied to the workers again ({}); start a new "
+                    "run",
+                    again.error));
+    snapshot_unreadable_ = true;
+    return again.error;
+  }
   if (!again.failed.empty()) {
     return fmt::format("waiting for the snapshot to reach every worker:\n  {}", fmt::join(again.failed, "\n  "));
   }
@@ -162,18 +173,20 @@ std::string Watcher::push_snapshot_again_to_workers() {
 // The workers' current addresses (a gcloud pod's TPU VM may have new ones
 // after a stop and start): from now on the run is watched and relaunched there.
 void Watcher::move_to(const std::vector<Worker>& now, std::unique_ptr<LivenessProber>& prober) {
-  bool moved = false;
+  bool moved = false, new_vm = false;
   for (size_t i = 0; i < now.size() && i < workers_.size(); ++i) {
     // A recreated TPU VM has a new id, so new host key aliases, maybe on the old addresses.
-    if (now[i].host_key_alias != workers_[i].host_key_alias) moved = true;
+    if (now[i].host_key_alias != workers_[i].host_key_alias) moved = new_vm = true;
     if (now[i].host == workers_[i].host) continue;
     say(fmt::format("{}: the TPU VM's worker is at {} now (was {})", now[i].name(), now[i].host, workers_[i].host));
     moved = true;
   }
   if (!moved) return;
   workers_ = now;
-  snapshot_unsure_ = true;  // a new VM's disk, perhaps
-  if (mirror_) mirror_->move_to(workers_);
+  snapshot_unsure_ = true;  // a new VM's disk, perhaps: asked, it costs a round trip
+  // A VM stopped and started keeps its disk (and its logs there): only a new
+  // one starts the mirror's files again.
+  if (mirror_) mirror_->move_to(workers_, new_vm);
   prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
   stall_.start(workers_);
 }
