@@ -240,8 +240,10 @@ try:
             else:
                 missing[obj] = [path]
     need = sum(sizes[obj] for obj in missing)
-    say("missing %d %d" % (len(missing), need))
-    out.write("".join(m + "\n" for m in missing)); out.flush()
+    # One write: a second small one would wait for the ACK of the first
+    # (Nagle's algorithm in sshd, against the stage's delayed ACK: 40 ms).
+    out.write("TPURUN-PUSH missing %d %d\n" % (len(missing), need) + "".join(m + "\n" for m in missing))
+    out.flush()
     # Each new object is written once, at its first path, with its final mode.
     while True:
         line = line_of(inp)
