@@ -33,7 +33,7 @@ def frame(kind, rel, offset, data):
     out.write(b"%s %d %d %d\n" % (kind, len(data), offset, len(p)) + p + data)
 def is_record(rel, st):
     return not rel.endswith(".log") and st.st_size <= 4096
-def one_round():
+def one_round(flush=True):
     files = []
     for top, dirs, names in os.walk(d):
         for n in names:
@@ -75,14 +75,15 @@ def one_round():
         frame(b"W", rel, 0, data)
         seen[rel] = key
         sent[rel] = len(data)
-    out.flush()
+    if flush:
+        out.flush()
 while True:
     one_round()
     r, _, _ = select.select([sys.stdin], [], [], 0.25)
     if r:
         line = sys.stdin.readline()
         if not line or line.strip() == "Q":
-            one_round()
+            one_round(False)  # with END in one write (a second small one waits out a delayed ACK)
             out.write(b"END\n")
             out.flush()
             break
