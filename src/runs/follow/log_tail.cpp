@@ -76,6 +76,20 @@ bool LogTail::restarted(Tail& tail) {
   return true;
 }
 
+void LogTail::reopen(Tail& tail) {
+  if (tail.fd < 0) return;
+  const int fresh = ::open(tail.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fresh < 0) return;
+  struct stat old_st {}, new_st {};
+  if (::fstat(tail.fd, &old_st) == 0 && ::fstat(fresh, &new_st) == 0 && old_st.st_ino == new_st.st_ino &&
+      old_st.st_dev == new_st.st_dev) {
+    ::close(tail.fd);
+    tail.fd = fresh;
+    return;
+  }
+  ::close(fresh);  // another file there now: restarted() says so at the old one's end
+}
+
 void LogTail::drain() {
   Pass pass(live_);
   drain_all();
@@ -124,6 +138,7 @@ void LogTail::ended(int worker_index, bool ok) {
     if (tail.worker.index != worker_index || tail.ended) continue;
     tail.ended = true;
     Pass pass(live_);
+    reopen(tail);
     while (drain_once(tail) > 0) {
     }  // to its end: it grows no more (the others may, as fast as they like)
     live_.set_state(worker_index, ok ? WorkerRunState::exited : WorkerRunState::failed);
@@ -133,6 +148,7 @@ void LogTail::ended(int worker_index, bool ok) {
 
 void LogTail::finish() {
   Pass pass(live_);
+  for (Tail& tail : tails_) reopen(tail);
   drain_all();
   live_.finish();
 }

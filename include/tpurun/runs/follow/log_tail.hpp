@@ -56,6 +56,10 @@ class LogTail {
   size_t drain_once(Tail& tail);
   void drain_all();
   bool restarted(Tail& tail);  // truncated or replaced: read again from the start
+  // Opens the log again (the same file): on NFS an open file's size is the
+  // client's cached one, and an open() is close-to-open's check with the
+  // server, so a last read sees what the worker wrote before its exit record.
+  void reopen(Tail& tail);
   std::string log_dir_;
   std::vector<Tail> tails_;
   std::vector<int> behind_;
