@@ -90,5 +90,7 @@ expect_exit 0 tpurun_as alice -C "$aproj" stage --detach -- python3 train.py --s
 arun=$(grep -o 'tpurun logs [^ ]* -f' <<<"$ERR" | awk '{print $3}')
 expect_exit 0 tpurun_as bob -C "$bproj" stage --detach --wait=1 -- python3 train.py --steps 1
 assert_contains "$ERR" "waiting for the workers (--wait"
+# (her watcher writes the verdict a poll after her jobs end, which bob waited for)
+wait_verdict alice "$arun" succeeded stopped failed lost
 assert_eq "$(run_field alice "$arun" 'r["verdict"]')" "succeeded" "alice's run was cut short"
 pass

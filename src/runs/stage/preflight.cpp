@@ -47,7 +47,8 @@ std::vector<std::string> other_holders(const LockScan& scan) {
 
 // Workers reserved by another stage or run, one line per holder. The
 // caller's own runs get the command that ends them.
-std::vector<std::string> reserved_lines(const Reservations& reservations, const std::string& user) {
+std::vector<std::string> reserved_lines(const Reservations& reservations, const std::string& user,
+                                        size_t* own_lines) {
   std::map<std::string, std::vector<int>> own, others;
   for (const WorkerReservation& w : reservations.workers()) {
     if (w.state != ReserveState::busy) continue;
@@ -57,6 +58,7 @@ std::vector<std::string> reserved_lines(const Reservations& reservations, const 
     }
   }
   std::vector<std::string> lines;
+  *own_lines = own.size();
   for (const auto& [run, indices] : own) {
     lines.push_back(fmt::format("  {}: your run {} still runs there (its job does not hold the TPU, so "
                                 "--kill-previous leaves it): stop it with `tpurun kill --run {}`",
@@ -136,7 +138,8 @@ void judge_preflight(const PodConfig& pod, Reservations& reservations, const Pre
     throw UidMismatch(wrong);
   }
 
-  std::vector<std::string> refusals = reserved_lines(reservations, local_user(ctx.env));
+  size_t own_run_lines = 0;
+  std::vector<std::string> refusals = reserved_lines(reservations, local_user(ctx.env), &own_run_lines);
   bool busy = !refusals.empty();
   std::vector<int> own;
   for (const WorkerReservation& w : reservations.workers()) {
@@ -186,7 +189,7 @@ void judge_preflight(const PodConfig& pod, Reservations& reservations, const Pre
                                        "(nothing was started; `tpurun status` shows the details; --wait waits for "
                                        "them; --skip-preflight launches anyway)",
                                        fmt::join(refusals, "\n")),
-                           busy);
+                           busy, own.empty() && own_run_lines > 0 && refusals.size() == own_run_lines);
   }
 }
 

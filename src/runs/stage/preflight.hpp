@@ -33,11 +33,16 @@ class UidMismatch : public std::runtime_error {
 // a worker, or someone else holds a TPU); false for what waiting cannot fix.
 class PreflightRefusal : public std::runtime_error {
  public:
-  PreflightRefusal(const std::string& what, bool busy) : std::runtime_error(what), busy_(busy) {}
+  PreflightRefusal(const std::string& what, bool busy, bool own_runs_only = false)
+      : std::runtime_error(what), busy_(busy), own_runs_only_(own_runs_only) {}
   bool busy() const { return busy_; }
+  // Nothing in the way but the caller's own runs' reservations: most often a
+  // run that has just ended, its last processes exiting.
+  bool own_runs_only() const { return own_runs_only_; }
 
  private:
   bool busy_;
+  bool own_runs_only_;
 };
 
 // --kill-previous, before reserving: the caller's own processes that hold the

@@ -153,6 +153,11 @@ std::unique_ptr<Reservations> reserve_workers(const StagePlan& plan, const std::
   spec.fanout = r.fanout;
   const PreflightOptions checks{r.kill_previous, r.fanout, static_cast<int>(::getuid()), static_cast<int>(::getgid())};
   std::string told;  // what the last "waiting" note said
+  // A run of the caller's that has just ended may keep its workers reserved
+  // for a moment while its last processes exit (a stage right after `logs
+  // -f` returned, or after a detached `-- true`): that is waited out briefly,
+  // even without --wait, before it refuses.
+  int settle = 6;  // x 0.5 s
   for (;;) {
     printer.progress(fmt::format("preflight: reserving {}", count_of(plan.target.workers.size(), "worker")));
     auto reservations = std::make_unique<Reservations>(plan.target.workers, transport, spec, cancel);
@@ -163,6 +168,12 @@ std::unique_ptr<Reservations> reserve_workers(const StagePlan& plan, const std::
       judge_preflight(pod, *reservations, checks, printer, ctx);
       return reservations;
     } catch (const PreflightRefusal& e) {
+      if (!r.wait_pod && e.own_runs_only() && settle-- > 0) {
+        reservations.reset();
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        if (cancel.cancelled()) throw Interrupted(interrupted_by() + " while reserving the workers; nothing was started");
+        continue;
+      }
       if (!r.wait_pod || !e.busy()) throw;
       reservations.reset();  // nothing is held while waiting
       std::string what = e.what();
