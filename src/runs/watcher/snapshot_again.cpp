@@ -26,7 +26,7 @@ SnapshotAgain push_snapshot_again(const RunRecord& record, const PodConfig& pod,
                           record.run_id};
   const PushContent content(*snapshot);
   std::vector<std::string> why(workers.size());
-  std::vector<bool> sent(workers.size(), false);
+  std::vector<char> sent(workers.size(), 0);  // not vector<bool>: its bits share bytes across threads
   std::atomic<std::uint64_t> bytes{0};
   run_parallel(workers.size(), fanout, [&](size_t i) {
     auto connection = transport.connect(workers[i], cancel);
