@@ -1,4 +1,6 @@
 """The dev VM side: its users, the workers' image layer, per-user gcloud configs."""
+import contextlib
+import fcntl
 import grp
 import os
 import pwd
@@ -25,9 +27,28 @@ def run(*argv, **kw):
     return subprocess.run(list(argv), check=True, **kw)
 
 
+@contextlib.contextmanager
+def _host_lock():
+    """The dev VM's users are the host's, not one pod's: two pods' `up` at once
+    (ctest starts the default and the NFS-like pod together) would both run
+    useradd and ssh-keygen for the same users. One at a time, host-wide."""
+    os.makedirs("/run/lock", mode=0o755, exist_ok=True)
+    fd = os.open("/run/lock/tpurun-fakepod-users.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def setup_users(extra=()):
     """alice and bob (sudo) and carol (no sudo) on the dev VM, each with a
     passphrase-less ~/.ssh/id_ed25519 in their own authorized_keys; root's key."""
+    with _host_lock():
+        _setup_users(extra)
+
+
+def _setup_users(extra):
     if not os.path.exists("/root/.ssh/id_ed25519"):
         os.makedirs("/root/.ssh", mode=0o700, exist_ok=True)
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@fakepod", "-f", "/root/.ssh/id_ed25519")
@@ -91,7 +112,10 @@ def _authorize(user, home):
 
 def forget_host_keys(env, ips):
     """Drops stale known_hosts entries for addresses that got brand-new host
-    keys at `up` (rekey and create do NOT: that is their point)."""
+    keys at `up` (rekey and create do NOT: that is their point). In this
+    process (no ssh-keygen -R per address and file: `up 256` would run
+    thousands), and tolerant of a file that another pod's tests remove or
+    rewrite meanwhile: the homes are the host's, shared by every pod."""
     if not ips:
         return
     for u in ("root",) + config.SIM_USERS:
@@ -100,17 +124,31 @@ def forget_host_keys(env, ips):
         except KeyError:
             continue
         for name in ("known_hosts", "google_compute_known_hosts"):
-            kh = os.path.join(pw.pw_dir, ".ssh", name)
-            if not os.path.isfile(kh) or os.path.getsize(kh) == 0:
-                continue
-            for ip in ips:
-                subprocess.run(["ssh-keygen", "-q", "-R", ip, "-f", kh], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-            try:
-                os.unlink(kh + ".old")
-            except FileNotFoundError:
-                pass
-            os.chown(kh, pw.pw_uid, pw.pw_gid)
+            _drop_known_hosts(os.path.join(pw.pw_dir, ".ssh", name), ips, pw)
+
+
+def _drop_known_hosts(kh, ips, pw):
+    try:
+        with open(kh) as f:
+            lines = f.read().splitlines(True)
+    except OSError:
+        return
+    keep = [l for l in lines
+            if l.startswith(("#", "@")) or not l.split() or not any(_known_host_matches(l.split()[0], ip) for ip in ips)]
+    if len(keep) == len(lines):
+        return
+    tmp = "%s.fakepod.%d" % (kh, os.getpid())
+    try:
+        with open(tmp, "w") as f:
+            f.write("".join(keep))
+        os.chmod(tmp, 0o644)
+        os.chown(tmp, pw.pw_uid, pw.pw_gid)
+        os.replace(tmp, kh)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def _known_host_matches(field, ip):
