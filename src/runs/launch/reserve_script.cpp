@@ -79,14 +79,17 @@ fi
 export tpurun_reserved record tpurun_me tpurun_since
 if [ "$scan" = 1 ]; then tpurun_scan_here; fi
 # One process (perl, as the wrapper needs anyway), so that ending it leaves
-# nothing behind; none where perl is missing (EOF still ends the wait).
+# nothing behind; none where perl is missing (EOF still ends the wait). It is
+# ended with SIGKILL: a SIGTERM that reaches the forked child before its exec
+# is caught by this shell's trap, copied into the child, and lost, and that
+# watchdog then ends a reservation that is being kept alive.
 wd=
 watchdog() {
   command -v perl >/dev/null 2>&1 || return 0
   perl -e 'sleep $ARGV[0]; kill "TERM", $ARGV[1]' "$hold" $$ </dev/null >/dev/null 2>&1 9<&- &
   wd=$!
 }
-unwatch() { [ -z "$wd" ] || kill "$wd" 2>/dev/null; wd=; }
+unwatch() { [ -z "$wd" ] || kill -9 "$wd" 2>/dev/null; wd=; }
 trap 'unwatch; exit 0' HUP INT TERM
 trap unwatch EXIT
 watchdog

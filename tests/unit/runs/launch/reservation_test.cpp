@@ -154,22 +154,25 @@ TEST_F(ReservationTest, NotRequiredGoesOnBesideAHolder) {
 
 TEST_F(ReservationTest, AWorkerLetsGoWhenTheStageGoesQuiet) {
   ReserveSpec quiet = spec("run-a");
-  quiet.hold_s = 1;
+  quiet.hold_s = 3;  // long enough that a busy machine still sees it held first
   quiet.keepalive = std::chrono::hours(1);  // no keepalive comes
   Reservations r(workers_, transport_, quiet, CancelToken());
   ASSERT_TRUE(r.complete());
   EXPECT_FALSE(free(0));
-  for (int i = 0; i < 150 && !free(0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Bounded by far more than hold_s: the watchdog is a process of its own.
+  for (int i = 0; i < 1500 && !free(0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(free(0)) << "the worker's watchdog should have ended the reservation";
 }
 
 TEST_F(ReservationTest, KeepalivesKeepTheReservation) {
+  // Held past 1.5 times hold_s by keepalives 30 times as often: only a stall
+  // of the whole machine for 3 s between two of them would let it go.
   ReserveSpec kept = spec("run-a");
-  kept.hold_s = 1;
-  kept.keepalive = std::chrono::milliseconds(200);
+  kept.hold_s = 3;
+  kept.keepalive = std::chrono::milliseconds(100);
   Reservations r(workers_, transport_, kept, CancelToken());
   ASSERT_TRUE(r.complete());
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
   EXPECT_FALSE(free(0));
 }
 
