@@ -9,6 +9,9 @@ USAGE = """usage: fakepod up N            start (or restore) the default pod: no
        fakepod status          one line per worker, then one per node
        fakepod env [--user U]  sourceable variables (FAKEPOD_*, CLOUDSDK_CONFIG for U or the caller)
        fakepod exec I [--user U] -- CMD...   run CMD inside worker I
+       fakepod scrub [--users U,...]   on every worker: SIGKILL the TPU holders' process groups (and
+                               every process of the users), remove the lockfile, /tmp/tpu_logs and
+                               the fake trainers' logs (what a test leaves behind)
   worker faults (I = worker slot, its address is the I-th):
        fakepod stop-worker I | start-worker I | blackhole I | partition I | heal I | rekey I
        fakepod clock-skew I SECONDS

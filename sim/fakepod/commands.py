@@ -561,6 +561,20 @@ def cmd_fault(args):
                                               json.dumps(r["settings"], sort_keys=True)))
 
 
+def cmd_scrub(args):
+    env = env_or_die()
+    need_root()
+    users = []
+    if args[:1] == ["--users"] and len(args) == 2:
+        users = [u for u in args[1].split(",") if u]
+    elif args:
+        die("usage: fakepod scrub [--users U,U...]", 2)
+    from . import scrub
+    slots = sorted(int(n[1:]) for n in os.listdir(env.state) if n[:1] == "w" and n[1:].isdigit())
+    killed = scrub.scrub(env, slots, users)
+    print("fakepod: scrubbed %d workers (%d processes killed)" % (len(slots), killed))
+
+
 def cmd_clock_skew(args):
     """fakepod clock-skew I SECONDS: worker I's clock is off by SECONDS (0 heals)."""
     env = env_or_die()
@@ -712,4 +726,5 @@ COMMANDS = {
     "metadata": cmd_metadata,
     "oslogin": cmd_oslogin,
     "user": cmd_user,
+    "scrub": cmd_scrub,
 }

@@ -87,8 +87,12 @@ echo "$hostpid" >"$W/init.pid"
 # The guest agent (users from metadata ssh-keys, host key guest attribute) and
 # the /dev/log sink (a stand-in for journald).
 /usr/bin/python3 -E -s -S "$STATE/lib/agent_main.py" "$STATE" "$slot" </dev/null >>"$W/agent.log" 2>&1 &
+# sshd -r: no re-exec per connection. The protocol is the same; each
+# connection costs a fork instead of an exec that loads sshd and its host key
+# again (about 15 ms of CPU, thousands of times a test suite). A new host key
+# or config takes effect when sshd starts again, as restart_sshd does.
 while :; do
-  /usr/sbin/sshd -D -f "$W/sshd_config" -E "$W/sshd.log" </dev/null &
+  /usr/sbin/sshd -D -r -f "$W/sshd_config" -E "$W/sshd.log" </dev/null &
   wait $!
   echo "init w$slot: sshd exited ($?), restarting" >&2
   sleep 0.2
@@ -332,7 +336,7 @@ def sshd_pid(env, slot, init=None):
         return None
     for k in kids:
         cmd = procs.cmdline(int(k)) or ""
-        if cmd.startswith("sshd: /usr/sbin/sshd -D -f ") or cmd.startswith("/usr/sbin/sshd -D -f "):
+        if cmd.startswith(("sshd: /usr/sbin/sshd -D -r -f ", "/usr/sbin/sshd -D -r -f ")):
             return int(k)
     return None
 
