@@ -14,13 +14,11 @@ b() {
 }
 
 # wait_for FILE PYTHON-EXPR: until the expression over the file's text t is
-# true (at most ~60s); fails with the file's text otherwise.
+# true (at most 120 s); fails with the file's text otherwise.
+_file_holds() {
+  /usr/bin/python3 -c 'import sys; t = open(sys.argv[1], errors="replace").read(); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+    "$1" "$2" 2>/dev/null
+}
 wait_for() {
-  local _
-  for _ in $(seq 600); do
-    python3 -c 'import sys; t = open(sys.argv[1], errors="replace").read(); sys.exit(0 if eval(sys.argv[2]) else 1)' \
-      "$1" "$2" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  fail "waited for $2 in $1: $(cat "$1")"
+  (wait_until "$2 in $1" 120 _file_holds "$1" "$2") || fail "waited for $2 in $1: $(cat "$1")"
 }

@@ -21,6 +21,10 @@
 #     /tmp/libtpu_lockfile and /tmp/tpu_logs there, and revives dead workers, so
 #     the next test starts from a clean pod. The test's exit code is kept.
 set -euo pipefail
+# The system's programs, not a user's shims: python3 here is Debian's
+# /usr/bin/python3 (a pyenv shim on PATH costs ~0.8 CPU-seconds a start, and
+# the tests read JSON with python3 all the time). Scripts name it in full.
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${TPURUN_SOURCE_DIR:=$(cd "$E2E_DIR/../.." && pwd)}"
@@ -31,13 +35,18 @@ TEST_NAME=$(basename "${BASH_SOURCE[1]:-$0}" .sh)
 
 # ------------------------------------------------------------------ reporting
 
+# Where a message comes from: the test, and the case when one is running.
+_e2e_where() {
+  echo "$TEST_NAME${_E2E_CASE:+/$_E2E_CASE}"
+}
+
 fail() {
-  echo "FAIL [$TEST_NAME]: $*" >&2
+  echo "FAIL [$(_e2e_where)]: $*" >&2
   exit 1
 }
 
 skip() {
-  echo "SKIP [$TEST_NAME]: $*"
+  echo "SKIP [$(_e2e_where)]: $*"
   exit 125
 }
 
@@ -46,7 +55,29 @@ pass() {
 }
 
 note() {
-  echo "-- [$TEST_NAME] $*" >&2
+  echo "-- [$(_e2e_where)] $*" >&2
+}
+
+# wait_until WHAT SECONDS CMD...: runs CMD until it succeeds (every 0.1 s at
+# first, then less often, at most 1 s apart); fails naming WHAT when it has
+# not after SECONDS. The one way a test waits for a
+# state: with a bound, never a fixed sleep.
+wait_until() {
+  local what=$1 bound=$2 t0=$SECONDS pause=0.1
+  shift 2
+  until "$@"; do
+    ((SECONDS - t0 < bound)) || fail "waited ${bound}s for $what"
+    sleep "$pause"
+    _e2e_backoff
+  done
+}
+
+# _e2e_backoff: the caller's next $pause of a poll: half as long again, at
+# most 1 s (a state that comes at once is seen at once; a long wait costs little).
+_e2e_backoff() {
+  case $pause in
+    0.1) pause=0.15 ;; 0.15) pause=0.2 ;; 0.2) pause=0.3 ;; 0.3) pause=0.5 ;; 0.5) pause=0.7 ;; *) pause=1 ;;
+  esac
 }
 
 assert_eq() {  # ACTUAL EXPECTED [MSG]
@@ -102,6 +133,15 @@ expect_exit() {
   return 0
 }
 
+# json_get JSON EXPR / json_file FILE EXPR: a Python expression over the
+# parsed document d, printed (Debian's python3).
+json_get() {
+  /usr/bin/python3 -c 'import json, sys; d = json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
+}
+json_file() {
+  /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
 # ------------------------------------------------------------------ cleanup
 
 _E2E_CLEANUPS=()
@@ -127,8 +167,10 @@ _e2e_exit() {
   fi
   # gcloud's key and known hosts that this test made (tpu-vm ssh creates
   # them) go, so the next test starts as a first-time gcloud user again.
+  # (Only once the test got as far as noting which of them were there.)
   local u f
   for u in alice bob carol; do
+    [[ -n ${_E2E_GCLOUD_FILES+x} ]] || break
     for f in google_compute_engine google_compute_engine.pub google_compute_known_hosts; do
       [[ " ${_E2E_GCLOUD_FILES:-} " == *" $u/$f "* ]] || rm -f "$(user_home "$u")/.ssh/$f"
     done
@@ -142,6 +184,130 @@ _e2e_exit() {
 trap _e2e_exit EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
+
+# ------------------------------------------------------------------ cases
+# A test script is a list of named cases, as ccache's test suite is. A case is
+# a function; e2e_case registers it with what it shows and the cases whose
+# state it needs; e2e_run runs them in order, each in a subshell of its own.
+# A failure (fail, an assert, a command under set -e) ends that case only: its
+# own cleanups (on_exit inside it) run, the pod is scrubbed (no TPU holder, no
+# job or watcher of the test users), and every case that does not need it
+# still runs. Then a summary line, and the exit code: 1 if a case failed,
+# 125 if every case skipped.
+#
+#   verbatim() { ...; }
+#   e2e_case verbatim "hostile arguments arrive verbatim on every worker"
+#   e2e_case again "the same, from the dev VM" --needs verbatim
+#   e2e_run
+#
+# E2E_CASES=REGEX runs only the cases whose names match, with what they need.
+_E2E_CASE_NAMES=()
+declare -A _E2E_CASE_DESC=() _E2E_CASE_NEEDS=()
+_E2E_CASE=""
+
+e2e_case() {  # NAME DESCRIPTION [--needs NAME...]
+  local name=$1 desc=$2 n
+  shift 2
+  declare -F "$name" >/dev/null || fail "e2e_case: no function named $name"
+  [[ -z $(type -P "$name") ]] || fail "e2e_case: $name is also a program on PATH; name the case otherwise"
+  [[ -z ${_E2E_CASE_DESC[$name]+x} ]] || fail "e2e_case: $name registered twice"
+  if [[ ${1:-} == --needs ]]; then
+    shift
+    for n in "$@"; do
+      [[ -n ${_E2E_CASE_DESC[$n]+x} ]] || fail "e2e_case $name: it needs $n, which is not registered before it"
+    done
+  fi
+  _E2E_CASE_NAMES+=("$name")
+  _E2E_CASE_DESC[$name]=$desc
+  _E2E_CASE_NEEDS[$name]="$*"
+}
+
+# _e2e_selected NAME: E2E_CASES is unset, or NAME or a case that needs it
+# (directly or not) matches it.
+_e2e_selected() {
+  [[ -z ${E2E_CASES:-} || $1 =~ $E2E_CASES ]] && return 0
+  local other
+  for other in "${_E2E_CASE_NAMES[@]}"; do
+    [[ " ${_E2E_CASE_NEEDS[$other]} " == *" $1 "* ]] && _e2e_selected "$other" && return 0
+  done
+  return 1
+}
+
+_e2e_case_exit() {
+  local rc=$? i
+  set +e
+  trap - EXIT
+  for ((i = ${#_E2E_CLEANUPS[@]} - 1; i >= _E2E_CASE_FROM; i--)); do
+    eval "${_E2E_CLEANUPS[i]}" >/dev/null
+  done
+  exit "$rc"
+}
+
+_e2e_case_body() {  # NAME: the case in a subshell; its exit code
+  (
+    _E2E_CASE=$1
+    _E2E_CASE_FROM=${#_E2E_CLEANUPS[@]}
+    trap _e2e_case_exit EXIT
+    trap 'exit 143' TERM
+    trap 'exit 130' INT
+    set -euo pipefail
+    "$1"
+  )
+}
+
+e2e_run() {
+  local name need rc t0 failed=() passed=0 skipped=0
+  declare -A result=()
+  for name in "${_E2E_CASE_NAMES[@]}"; do
+    _e2e_selected "$name" || continue
+    for need in ${_E2E_CASE_NEEDS[$name]}; do
+      if [[ ${result[$need]:-} != ok ]]; then
+        echo "SKIP [$TEST_NAME/$name]: it needs $need, which ${result[$need]:-did not run}"
+        result[$name]="was skipped"
+        skipped=$((skipped + 1))
+        continue 2
+      fi
+    done
+    note "case $name: ${_E2E_CASE_DESC[$name]}"
+    t0=$SECONDS
+    set +e
+    _e2e_case_body "$name"
+    rc=$?
+    set -e
+    case $rc in
+      0)
+        echo "ok   [$TEST_NAME/$name] ($((SECONDS - t0)) s) ${_E2E_CASE_DESC[$name]}"
+        result[$name]=ok
+        passed=$((passed + 1))
+        ;;
+      125)
+        result[$name]="was skipped"
+        skipped=$((skipped + 1))
+        ;;
+      *)
+        echo "FAIL [$TEST_NAME/$name] (exit $rc after $((SECONDS - t0)) s) ${_E2E_CASE_DESC[$name]}"
+        result[$name]=failed
+        failed+=("$name")
+        _e2e_scrub
+        ;;
+    esac
+  done
+  echo "== [$TEST_NAME] $passed passed, ${#failed[@]} failed${failed[*]:+ (${failed[*]})}, $skipped skipped"
+  ((${#failed[@]} == 0)) || exit 1
+  ((passed > 0)) || exit 125
+  return 0
+}
+
+# _e2e_scrub: after a failed case, the pod as the next case expects it: every
+# worker up, no TPU holder, no watcher of this pod's runs and no process of
+# the test users on its workers.
+_e2e_scrub() {
+  {
+    _e2e_kill_leftovers
+    "$FAKEPOD" up "$FAKEPOD_WORKERS"
+    reset_tpus
+  } >/dev/null 2>&1 || true
+}
 
 # ------------------------------------------------------------------ setup
 
@@ -162,21 +328,21 @@ for _f in "${FAKEPOD_STATE:-/var/lib/tpurun-fakepod}"/w*/init.pid; do
 done
 "$FAKEPOD" up "$FAKEPOD_WORKERS" >&2 || fail "fakepod up $FAKEPOD_WORKERS failed"
 eval "$("$FAKEPOD" env)"
+# _e2e_kill_leftovers: the watchers of this pod's runs (only this pod's, by its
+# NFS dir: other pods may be in use by other tests), then every process of the
+# test users on this pod's workers (their wrappers, trainers, sessions).
+_e2e_kill_leftovers() {
+  local p
+  for p in $(pgrep -u alice,bob,carol -f -- " _watcher $FAKEPOD_NFS/" || true); do
+    note "a watcher left behind: $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null); stopping it"
+    kill -9 "$p" 2>/dev/null || true
+  done
+  "$FAKEPOD" scrub --users alice,bob,carol >/dev/null 2>&1 || true
+}
 # A test that ctest killed at its timeout leaves its runs' watchers behind
 # (they are detached): they would go on acting on pods the next test reuses.
-# Only this pod's (its NFS dir): other pods may be in use by other tests.
-_stale=0
-for _p in $(pgrep -u alice,bob,carol -f -- " _watcher $FAKEPOD_NFS/" || true); do
-  note "a watcher left by an earlier test: $(tr '\0' ' ' </proc/"$_p"/cmdline 2>/dev/null); stopping it"
-  kill -9 "$_p" 2>/dev/null || true
-  _stale=1
-done
-# Its jobs too (their wrappers, trainers, sessions): every process of the
-# test users on this pod's workers, where nothing of theirs is expected now.
-if [[ $_stale == 1 ]]; then
-  for ((_i = 0; _i < FAKEPOD_WORKERS; _i++)); do
-    "$FAKEPOD" exec "$_i" -- pkill -9 -u alice,bob,carol >/dev/null 2>&1 || true
-  done
+if pgrep -u alice,bob,carol -f -- " _watcher $FAKEPOD_NFS/" >/dev/null; then
+  _e2e_kill_leftovers
 fi
 export FAKEPOD_STATE FAKEPOD_NFS FAKEPOD_NET FAKEPOD_WORKERS FAKEPOD_CONFIG FAKEPOD_API FAKEPOD_GCLOUD_CONFIGS \
   FAKEPOD_NFS_MODE FAKEPOD_NFS_EXPORT FAKEPOD_NFS_OPTIONS
@@ -331,7 +497,12 @@ make_project() {
 # real one, or the stub first), CLOUDSDK_CONFIG (U's private gcloud config for
 # the simulator), XDG_CACHE_HOME=$SCRATCH/U/.cache (tpurun's cache, per test),
 # plus the words of $AS_USER_ENV, e.g. AS_USER_ENV="TPURUN_X=1"),
-# in DIR (default: $SCRATCH/U), stdin from $AS_USER_STDIN (default /dev/null).
+# in DIR (default: $SCRATCH/U), stdin from $AS_USER_STDIN (default /dev/null),
+# under a bound (tests/e2e/bound): TERM after $E2E_TIMEOUT seconds (default
+# 300), so a command that hangs (a `logs -f` whose gang never stops) fails its
+# case in minutes, not at ctest's timeout. The bound ignores INT and TERM and
+# forwards nothing: a signal for the command goes to `client_pid $!` when it
+# was started in the background (`as_user ... &`).
 as_user() {
   local u=$1
   shift
@@ -352,11 +523,23 @@ as_user() {
   [[ -n ${AS_USER_ENV:-} ]] && extra=($AS_USER_ENV)
   (
     cd "$dir"
-    exec setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- \
+    exec "$E2E_DIR/bound" "${E2E_TIMEOUT:-300}" setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- \
       env -i HOME="$home" USER="$u" LOGNAME="$u" SHELL=/bin/bash LANG=C.UTF-8 \
       PATH="$E2E_GCLOUD_PATH" CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/$u" XDG_CACHE_HOME="$cache" \
       FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" <"${AS_USER_STDIN:-/dev/null}"
   )
+}
+
+# client_pid PID: the pid of the command that `as_user ... &` (or tpurun_as)
+# started in the background, $! given as PID: under that subshell the bound,
+# under the bound the command. For signals meant for tpurun itself.
+client_pid() {
+  local b c t0=$SECONDS
+  until b=$(pgrep -P "$1" | head -1) && [[ -n $b ]] && c=$(pgrep -P "$b" | head -1) && [[ -n $c ]]; do
+    ((SECONDS - t0 < 30)) || fail "no command under the background client $1"
+    sleep 0.05
+  done
+  echo "$c"
 }
 
 require_tpurun() {
@@ -486,32 +669,10 @@ tpu_holders() {
 }
 
 # reset_tpus: on every worker, SIGKILL each process group holding a TPU device
-# (and the trainers this test started), then remove /tmp/libtpu_lockfile,
-# /tmp/tpu_logs and the trainer logs. The EXIT trap calls it.
+# (the trainers this test started among them), then remove /tmp/libtpu_lockfile,
+# /tmp/tpu_logs and the trainer logs: `fakepod scrub`, one pass from the host.
+# The EXIT trap calls it.
 reset_tpus() {
-  local i w pid
-  while read -r w pid; do
-    [[ -n ${pid:-} ]] || continue
-    # shellcheck disable=SC2016
-    "$FAKEPOD" exec "$w" -- bash -c 'kill -9 -- -"$1" "$1"' _ "$pid" >/dev/null 2>&1 || true
-  done <"$SCRATCH/.trainers"
+  "$FAKEPOD" scrub >/dev/null 2>&1 || true
   : >"$SCRATCH/.trainers"
-  for ((i = 0; i < FAKEPOD_WORKERS; i++)); do
-    # shellcheck disable=SC2016
-    "$FAKEPOD" exec "$i" -- bash -c '
-      for _ in 1 2 3 4 5 6 7 8 9 10; do
-        pids=$(for fd in /proc/[0-9]*/fd/*; do
-                 case $(readlink "$fd" 2>/dev/null) in /dev/accel*|/dev/vfio/[0-9]*)
-                   p=${fd#/proc/}; echo "${p%%/*}";; esac
-               done | sort -u)
-        [[ -z $pids ]] && break
-        for p in $pids; do
-          g=$(ps -o pgid= -p "$p" | tr -d " ")
-          [[ -n $g && $g != 0 ]] && kill -9 -- "-$g" 2>/dev/null
-          kill -9 "$p" 2>/dev/null
-        done
-        sleep 0.1
-      done
-      rm -rf /tmp/libtpu_lockfile /tmp/tpu_logs /tmp/fake-trainer.*.log' >/dev/null 2>&1 || true
-  done
 }

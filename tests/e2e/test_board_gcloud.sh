@@ -15,26 +15,39 @@ ssh_json='{ "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_h
 # simulator's running workers (fakepod node-add); gcloud (real or stub) lists
 # them from the simulated API.
 Z=us-east5-a
-cfg=$SCRATCH/board.json
-cat >"$cfg" <<JSON
+list_cfg=$SCRATCH/board.json
+cat >"$list_cfg" <<JSON
 { "pods": {
     $(carved_pod board-a 0 1) },
   "board": { "gcloud": { "project": "sim-proj", "zones": ["$Z", "europe-west4-a"],
                          "ssh": $ssh_json } } }
 JSON
-on_exit "\"\$FAKEPOD\" up $FAKEPOD_WORKERS"
-fakepod node-add team-v4 --zone $Z --slots 2-3 --accelerator v4-16 --id 772 >/dev/null
-fakepod node-add old-v4 --zone $Z --state PREEMPTED --accelerator v4-8 --id 771 >/dev/null
-fakepod node-add board-a --zone $Z --slots 0-1 --accelerator v4-8 --id 770 >/dev/null
-# What gcloud asked the API: the requests the simulator logs from here on.
-api_calls() { tail -n "+$((api_from + 1))" "$FAKEPOD_STATE/api.log" | grep ' api ' || true; }
-chmod 644 "$cfg"
+# gcloud failing: the config's gcloud pod g beside board-a, the board in two zones.
+fail_cfg=$SCRATCH/board2.json
+cat >"$fail_cfg" <<JSON
+{ "pods": {
+    $(carved_pod board-a 0 1),
+    "g": { "gcloud": { "name": "sim-tpu", "zone": "us-central2-b" }, "ssh": $ssh_json,
+           "staging_root": "$FAKEPOD_NFS/staging", "logs_root": "$FAKEPOD_NFS/logs" } },
+  "board": { "gcloud": { "project": "sim-proj", "zones": ["us-central2-b", "europe-west4-a"] } } }
+JSON
+chmod 644 "$list_cfg" "$fail_cfg"
 chmod 755 "$SCRATCH"
-api_from=$(wc -l <"$FAKEPOD_STATE/api.log")
+on_exit "\"\$FAKEPOD\" up $FAKEPOD_WORKERS"
+# What gcloud asked the API: the requests the simulator logs since $api_from.
+api_calls() { tail -n "+$((api_from + 1))" "$FAKEPOD_STATE/api.log" | grep ' api ' || true; }
 
-start_trainer_on 3 bob --forever >/dev/null
-expect_exit 0 b alice status --all --json
-python3 - "$OUT" <<'PY' || fail "status --all --json: $OUT"
+gcloud_listing() {
+  local cfg=$list_cfg api_from
+  on_exit reset_tpus
+  fakepod node-add team-v4 --zone $Z --slots 2-3 --accelerator v4-16 --id 772 >/dev/null
+  fakepod node-add old-v4 --zone $Z --state PREEMPTED --accelerator v4-8 --id 771 >/dev/null
+  fakepod node-add board-a --zone $Z --slots 0-1 --accelerator v4-8 --id 770 >/dev/null
+  api_from=$(wc -l <"$FAKEPOD_STATE/api.log")
+
+  start_trainer_on 3 bob --forever >/dev/null
+  expect_exit 0 b alice status --all --json
+  /usr/bin/python3 - "$OUT" <<'PY' || fail "status --all --json: $OUT"
 import json, sys
 pods = json.loads(sys.argv[1])["pods"]
 assert [p["pod"] for p in pods] == ["board-a", "team-v4", "old-v4"], [p["pod"] for p in pods]
@@ -47,49 +60,49 @@ assert [h["user"] for h in t["holders"]] == ["bob"] and t["claim"] is None, t
 o = by["old-v4"]
 assert (o["state"], o["gcloud_state"], o["workers"]) == ("unreachable", "PREEMPTED", []), o
 PY
-# One list per zone, nothing else asked of gcloud.
-assert_eq "$(api_calls | grep -c "GET /v2/projects/sim-proj/locations/$Z/nodes?")" "1"
-assert_eq "$(api_calls | grep -c "GET /v2/projects/sim-proj/locations/europe-west4-a/nodes?")" "1"
-assert_eq "$(api_calls | wc -l)" "2" "API calls: $(api_calls)"
+  # One list per zone, nothing else asked of gcloud.
+  assert_eq "$(api_calls | grep -c "GET /v2/projects/sim-proj/locations/$Z/nodes?")" "1"
+  assert_eq "$(api_calls | grep -c "GET /v2/projects/sim-proj/locations/europe-west4-a/nodes?")" "1"
+  assert_eq "$(api_calls | wc -l)" "2" "API calls: $(api_calls)"
 
-expect_exit 0 b alice status --all
-assert_contains "$OUT" "team-v4 (v4-16)  partial      bob: python3 train.py"
-assert_contains "$OUT" "old-v4 (v4-8)    unreachable  gcloud: PREEMPTED"
-assert_eq "$(grep -c '^board-a ' <<<"$OUT")" "1" "board-a once: $OUT"
+  expect_exit 0 b alice status --all
+  assert_contains "$OUT" "team-v4 (v4-16)  partial      bob: python3 train.py"
+  assert_contains "$OUT" "old-v4 (v4-8)    unreachable  gcloud: PREEMPTED"
+  assert_eq "$(grep -c '^board-a ' <<<"$OUT")" "1" "board-a once: $OUT"
+}
+e2e_case gcloud_listing "status --all lists what gcloud finds, one list per zone: READY VMs scanned, others in gcloud's state, the config's own not repeated"
 
 # gcloud failing (the API refuses every request in both zones): an error line
 # per zone and for the config's gcloud pod (asked once), the other pods as usual.
-cfg=$SCRATCH/board2.json
-cat >"$cfg" <<JSON
-{ "pods": {
-    $(carved_pod board-a 0 1),
-    "g": { "gcloud": { "name": "sim-tpu", "zone": "us-central2-b" }, "ssh": $ssh_json,
-           "staging_root": "$FAKEPOD_NFS/staging", "logs_root": "$FAKEPOD_NFS/logs" } },
-  "board": { "gcloud": { "project": "sim-proj", "zones": ["us-central2-b", "europe-west4-a"] } } }
-JSON
-chmod 644 "$cfg"
-for z in us-central2-b europe-west4-a; do
-  fakepod fault zone-down $z --code 429 --status RESOURCE_EXHAUSTED --message "Quota exceeded for quota metric 'Read requests'" >/dev/null
-done
-on_exit "\"\$FAKEPOD\" fault clear"
-api_from=$(wc -l <"$FAKEPOD_STATE/api.log")
-expect_exit 1 b alice status --all
-assert_contains "$OUT" "gcloud:us-central2-b"
-assert_contains "$OUT" "error        \`gcloud compute tpus tpu-vm list --zone us-central2-b\` failed: ERROR: (gcloud.compute.tpus.tpu-vm.list) RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Read requests'"
-grep -q '^g  *error .*RESOURCE_EXHAUSTED: Quota exceeded' <<<"$OUT" || fail "pod g: $OUT"
-grep -q '^board-a  *free' <<<"$OUT" || fail "board-a not free: $OUT"
-assert_eq "$(api_calls | grep -c 'GET /v2/projects/sim-proj/locations/us-central2-b/nodes/sim-tpu?')" "1" "describe once: $(api_calls)"
-assert_eq "$(api_calls | grep -c 'GET /v2/projects/sim-proj/locations/[a-z0-9-]*/nodes?')" "2" "a list per zone: $(api_calls)"
-fakepod fault clear >/dev/null
+gcloud_failing() {
+  local cfg=$fail_cfg api_from z
+  on_exit "\"\$FAKEPOD\" fault clear"
+  for z in us-central2-b europe-west4-a; do
+    fakepod fault zone-down $z --code 429 --status RESOURCE_EXHAUSTED --message "Quota exceeded for quota metric 'Read requests'" >/dev/null
+  done
+  api_from=$(wc -l <"$FAKEPOD_STATE/api.log")
+  expect_exit 1 b alice status --all
+  assert_contains "$OUT" "gcloud:us-central2-b"
+  assert_contains "$OUT" "error        \`gcloud compute tpus tpu-vm list --zone us-central2-b\` failed: ERROR: (gcloud.compute.tpus.tpu-vm.list) RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Read requests'"
+  grep -q '^g  *error .*RESOURCE_EXHAUSTED: Quota exceeded' <<<"$OUT" || fail "pod g: $OUT"
+  grep -q '^board-a  *free' <<<"$OUT" || fail "board-a not free: $OUT"
+  assert_eq "$(api_calls | grep -c 'GET /v2/projects/sim-proj/locations/us-central2-b/nodes/sim-tpu?')" "1" "describe once: $(api_calls)"
+  assert_eq "$(api_calls | grep -c 'GET /v2/projects/sim-proj/locations/[a-z0-9-]*/nodes?')" "2" "a list per zone: $(api_calls)"
+  fakepod fault clear >/dev/null
+}
+e2e_case gcloud_failing "gcloud failing in every zone: an error line per zone and for the config's gcloud pod (asked once), the other pods as usual"
 
-# Config mistakes, at file:line.
-bad=$SCRATCH/bad.json
-printf '{ "pods": { %s },\n  "board": { "gcloud": { "project": "sim-proj",\n    "zones": [] } } }\n' "$(carved_pod board-a 0 1)" >"$bad"
-chmod 644 "$bad"
-expect_exit 2 as_user alice "$TPURUN" --config "$bad" status --all
-assert_contains "$ERR" "$bad:3: board.gcloud.zones: list at least one zone"
-printf '{ "pods": { %s },\n  "board": { "gcloud": { "project": "sim-proj",\n    "zone": ["us-central2-b"] } } }\n' "$(carved_pod board-a 0 1)" >"$bad"
-expect_exit 2 as_user alice "$TPURUN" --config "$bad" status --all
-assert_contains "$ERR" "$bad:3: board.gcloud"
-assert_contains "$ERR" "did you mean 'zones'"
-pass
+config_mistakes() {
+  local bad=$SCRATCH/bad.json
+  printf '{ "pods": { %s },\n  "board": { "gcloud": { "project": "sim-proj",\n    "zones": [] } } }\n' "$(carved_pod board-a 0 1)" >"$bad"
+  chmod 644 "$bad"
+  expect_exit 2 as_user alice "$TPURUN" --config "$bad" status --all
+  assert_contains "$ERR" "$bad:3: board.gcloud.zones: list at least one zone"
+  printf '{ "pods": { %s },\n  "board": { "gcloud": { "project": "sim-proj",\n    "zone": ["us-central2-b"] } } }\n' "$(carved_pod board-a 0 1)" >"$bad"
+  expect_exit 2 as_user alice "$TPURUN" --config "$bad" status --all
+  assert_contains "$ERR" "$bad:3: board.gcloud"
+  assert_contains "$ERR" "did you mean 'zones'"
+}
+e2e_case config_mistakes "config mistakes are reported at file:line"
+
+e2e_run

@@ -6,85 +6,121 @@ source "$(dirname "$0")/lib.sh"
 N=$FAKEPOD_WORKERS
 ok_count() { grep -c "\] ok$" <<<"$OUT" || true; }
 
-# Make sure alice knows every host key first (accept-new records them).
-expect_exit 0 tpurun_as alice exec -- true
+# know_every_host: alice knows every host key (accept-new records them).
+know_every_host() {
+  expect_exit 0 tpurun_as alice exec -- true
+}
 
-# A worker that is down: exit 255, named in the summary; the rest ran.
-stop_worker 2
-expect_exit 255 tpurun_as alice exec --raw -- echo ok
-assert_eq "$(ok_count)" "$((N - 1))"
-assert_contains "$ERR" "w2 $(worker_ip 2): cannot connect to $(worker_ip 2):22"
-assert_contains "$ERR" "1 of $N workers failed"
+down_worker() {
+  know_every_host
+  stop_worker 2
+  expect_exit 255 tpurun_as alice exec --raw -- echo ok
+  assert_eq "$(ok_count)" "$((N - 1))"
+  assert_contains "$ERR" "w2 $(worker_ip 2): cannot connect to $(worker_ip 2):22"
+  assert_contains "$ERR" "1 of $N workers failed"
+}
+e2e_case down_worker "a worker that is down: exit 255, named in the summary; the rest ran"
 
-# A worker that accepts TCP but never speaks SSH: the connect timeout fires.
-fakepod blackhole 2
-cfg=$(scratch_dir alice)/short-timeout.json
-sed 's/"connect_timeout_s": *[0-9]*/"connect_timeout_s": 2/' "$FAKEPOD_CONFIG" >"$cfg"
-chmod 644 "$cfg"
-expect_exit 255 as_user alice "$TPURUN" --config "$cfg" exec --raw -- echo ok
-assert_eq "$(ok_count)" "$((N - 1))"
-assert_contains "$ERR" "w2 $(worker_ip 2): connect timed out after 2s"
-fakepod start-worker 2
+blackholed_worker() {
+  local cfg
+  know_every_host
+  blackhole_worker 2
+  cfg=$(scratch_dir alice)/short-timeout.json
+  sed 's/"connect_timeout_s": *[0-9]*/"connect_timeout_s": 2/' "$FAKEPOD_CONFIG" >"$cfg"
+  chmod 644 "$cfg"
+  expect_exit 255 as_user alice "$TPURUN" --config "$cfg" exec --raw -- echo ok
+  assert_eq "$(ok_count)" "$((N - 1))"
+  assert_contains "$ERR" "w2 $(worker_ip 2): connect timed out after 2s"
+  fakepod start-worker 2
+}
+e2e_case blackholed_worker "a worker that accepts TCP but never speaks SSH: the connect timeout fires"
 
-# A changed host key (the TPU VM was recreated): refused, naming file:line.
-rekey_worker 3
-expect_exit 255 tpurun_as alice exec --raw -- echo ok
-assert_eq "$(ok_count)" "$((N - 1))"
-line=$(grep -n "^$(worker_ip 3) " /home/alice/.ssh/known_hosts | head -1 | cut -d: -f1)
-[ -n "$line" ] || fail "no known_hosts line for worker 3"
-assert_contains "$ERR" "w3 $(worker_ip 3): host key changed (~/.ssh/known_hosts:$line)"
-assert_contains "$ERR" "ssh-keygen -R $(worker_ip 3)"
-# Following the advice fixes it.
-as_user alice ssh-keygen -R "$(worker_ip 3)" -f /home/alice/.ssh/known_hosts >/dev/null 2>&1
-expect_exit 0 tpurun_as alice exec --raw -- echo ok
-assert_eq "$(ok_count)" "$N"
+changed_host_key() {
+  local line
+  know_every_host
+  # The TPU VM was recreated: refused, naming file:line.
+  rekey_worker 3
+  expect_exit 255 tpurun_as alice exec --raw -- echo ok
+  assert_eq "$(ok_count)" "$((N - 1))"
+  line=$(grep -n "^$(worker_ip 3) " /home/alice/.ssh/known_hosts | head -1 | cut -d: -f1)
+  [ -n "$line" ] || fail "no known_hosts line for worker 3"
+  assert_contains "$ERR" "w3 $(worker_ip 3): host key changed (~/.ssh/known_hosts:$line)"
+  assert_contains "$ERR" "ssh-keygen -R $(worker_ip 3)"
+  # Following the advice fixes it.
+  as_user alice ssh-keygen -R "$(worker_ip 3)" -f /home/alice/.ssh/known_hosts >/dev/null 2>&1
+  expect_exit 0 tpurun_as alice exec --raw -- echo ok
+  assert_eq "$(ok_count)" "$N"
+}
+e2e_case changed_host_key "a changed host key is refused, naming file:line; following the advice fixes it"
 
-# Refused auth: alice's key is not in bob's authorized_keys.
-cfg=$(scratch_dir alice)/as-bob.json
-python3 - "$FAKEPOD_CONFIG" "$cfg" <<'PY'
+refused_auth() {
+  local cfg
+  # alice's key is not in bob's authorized_keys.
+  cfg=$(scratch_dir alice)/as-bob.json
+  /usr/bin/python3 - "$FAKEPOD_CONFIG" "$cfg" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1])); c["pods"]["sim"]["ssh"]["user"] = "bob"
 json.dump(c, open(sys.argv[2], "w"))
 PY
-chmod 644 "$cfg"
-expect_exit 255 as_user alice "$TPURUN" --config "$cfg" exec --worker 0-1 -- echo ok
-assert_contains "$ERR" "w0 $(worker_ip 0): authentication as 'bob' refused"
-assert_contains "$ERR" "w1 $(worker_ip 1): authentication as 'bob' refused"
+  chmod 644 "$cfg"
+  expect_exit 255 as_user alice "$TPURUN" --config "$cfg" exec --worker 0-1 -- echo ok
+  assert_contains "$ERR" "w0 $(worker_ip 0): authentication as 'bob' refused"
+  assert_contains "$ERR" "w1 $(worker_ip 1): authentication as 'bob' refused"
+}
+e2e_case refused_auth "refused auth (alice's key as bob) is reported per worker"
 
-# A worker dying mid-command: that worker reports a lost connection, the others finish.
-as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec --raw -- bash -c 'sleep 3; echo ok' \
-  >"$(scratch_dir alice)/mid.out" 2>"$(scratch_dir alice)/mid.err" &
-client=$!
-sleep 1.5
-stop_worker 5
-set +e; wait $client; rc=$?; set -e
-OUT=$(cat "$(scratch_dir alice)/mid.out"); ERR=$(cat "$(scratch_dir alice)/mid.err")
-assert_eq "$rc" 255
-assert_eq "$(ok_count)" "$((N - 1))"
-assert_contains "$ERR" "w5 $(worker_ip 5):"
-fakepod start-worker 5
+worker_dies_mid_command() {
+  local client rc d gate
+  d=$(scratch_dir alice)
+  gate=$d/mid.gate
+  rm -f "$gate"
+  # The command runs until the gate is there, which the test makes after w5
+  # is down: w5 stops mid-command whatever the machine's speed (the workers
+  # see the scratch dir).
+  as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec --raw -- \
+    bash -c "echo started; while [ ! -e '$gate' ]; do sleep 0.1; done; echo ok" >"$d/mid.out" 2>"$d/mid.err" &
+  client=$!
+  on_exit "touch '$gate'"
+  wait_until "the command to start on every worker" 120 eval '[[ $(grep -c started "$d/mid.out") == "$N" ]]'
+  stop_worker 5
+  touch "$gate"
+  rc=0
+  wait "$client" || rc=$?
+  OUT=$(cat "$d/mid.out")
+  ERR=$(cat "$d/mid.err")
+  assert_eq "$rc" 255
+  assert_eq "$(ok_count)" "$((N - 1))"
+  assert_contains "$ERR" "w5 $(worker_ip 5):"
+  fakepod start-worker 5
+}
+e2e_case worker_dies_mid_command "a worker dying mid-command reports a lost connection; the others finish"
 
-# Ctrl-C: the channels are closed, the remote commands are stopped, and the
-# interrupted workers are reported.
-marker="tpurun-ctrlc-$$"
-as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec -- bash -c "exec -a $marker sleep 60" \
-  >"$(scratch_dir alice)/int.out" 2>"$(scratch_dir alice)/int.err" &
-client=$!
-# (anchored: the argv[0] of the remote command, not fakepod's own command line)
-for _ in $(seq 100); do
-  fakepod exec 0 -- pgrep -f "^$marker" >/dev/null 2>&1 && break
-  sleep 0.2
-done
-# $client is the subshell of as_user; the tpurun process is its child.
-kill -INT "$(pgrep -P "$client" | head -1)"
-set +e; wait $client; rc=$?; set -e
-ERR=$(cat "$(scratch_dir alice)/int.err")
-assert_eq "$rc" 130
-assert_contains "$ERR" "interrupted"
-sleep 0.5
-for i in $(seq 0 $((N - 1))); do
-  if fakepod exec "$i" -- pgrep -f "^$marker" >/dev/null 2>&1; then
-    fail "worker $i still runs the interrupted command"
-  fi
-done
-pass
+ctrl_c() {
+  local marker="tpurun-ctrlc-$$" client rc d
+  d=$(scratch_dir alice)
+  # (anchored: the argv[0] of the remote command, not fakepod's own command line)
+  runs_marker() { fakepod exec "$1" -- pgrep -f "^$marker" >/dev/null 2>&1; }
+  every_worker_runs_marker() {
+    local i
+    for ((i = 0; i < N; i++)); do runs_marker "$i" || return 1; done
+  }
+  no_worker_runs_marker() {
+    local i
+    for ((i = 0; i < N; i++)); do ! runs_marker "$i" || return 1; done
+  }
+  as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec -- bash -c "exec -a $marker sleep 60" \
+    >"$d/int.out" 2>"$d/int.err" &
+  client=$!
+  # Every worker runs it before the interrupt: none starts it after.
+  wait_until "the command to run on every worker" 120 every_worker_runs_marker
+  kill -INT "$(client_pid "$client")"
+  rc=0
+  wait "$client" || rc=$?
+  ERR=$(cat "$d/int.err")
+  assert_eq "$rc" 130
+  assert_contains "$ERR" "interrupted"
+  wait_until "the interrupted command to end on every worker" 120 no_worker_runs_marker
+}
+e2e_case ctrl_c "Ctrl-C: the channels are closed, the remote commands stopped, the interrupted workers reported"
+
+e2e_run

@@ -5,81 +5,132 @@
 # wait, and `logs -f` takes over when the watcher itself is killed.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gang_lib.sh"
+N=$FAKEPOD_WORKERS
 proj=$(make_project alice proj)
-job='echo "attempt=$TPURUN_ATTEMPT"; if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 1 ]; then exit 7; fi; sleep 2; echo done'
+logs=$FAKEPOD_NFS/logs/alice/proj
+# Gates the jobs wait for (the workers see the scratch dir).
+gates=$(scratch_dir alice)
 
-# --restarts 1 with a job that fails only on its first attempt: success on the second.
-expect_exit 0 tpurun_as alice -C "$proj" stage --restarts 1 -- sh -c "$job"
-run_dir=$(ls -d $FAKEPOD_NFS_EXPORT/logs/alice/proj/*/ | sort | tail -1)
-run=$(basename "$run_dir")
-assert_contains "$ERR" "attempt 1 failed (w1 exited 7); restarting as attempt 2 of 2"
-assert_contains "$ERR" "succeeded (attempt 2 of 2)"
-assert_eq "$(run_field alice "$run" 'r["attempt"]')" "2"
-assert_eq "$(run_field alice "$run" 'r["verdict"]')" "succeeded"
-grep -q '^==== tpurun: attempt 1 of 2' "$run_dir/worker1.log" || fail "no attempt 1 header"
-grep -q '^==== tpurun: attempt 2 of 2' "$run_dir/worker1.log" || fail "no attempt 2 header"
-grep -q '^attempt=2$' "$run_dir/worker1.log" || fail "the job did not see TPURUN_ATTEMPT=2"
-assert_eq "$(cat "$run_dir/worker1.exit")" "7"
-assert_eq "$(cat "$run_dir/worker1.a2.exit")" "0"
+# latest_run_dir: alice's newest run of proj, as root reads it (run ids sort by time).
+latest_run_dir() {
+  ls -d "$(srv "$logs")"/*/ | sort | tail -1
+}
+# all_runs: alice's runs of proj, sorted (none before her first).
+all_runs() {
+  ls "$(srv "$logs")" 2>/dev/null | sort || true
+}
+# watcher_pid RUN: the watcher's pid in the run's state.json (nothing before it is written).
+watcher_pid() {
+  json_file "$(srv "$logs/$1")/state.json" 'd["watcher"]["pid"]' 2>/dev/null || true
+}
+# dead PID: the process is gone (or a zombie not yet reaped).
+dead() {
+  [[ ! -e /proc/$1 || $(ps -o stat= -p "$1" 2>/dev/null) == Z* ]]
+}
+launched() {  # RUN: every worker has the job's pid record
+  [[ $(ls "$(srv "$logs/$1")"/worker*.pid 2>/dev/null | wc -l) == "$N" ]]
+}
 
-# Out of restarts: the same summary as a failure, the first failure's code.
-expect_exit 7 tpurun_as alice -C "$proj" stage --restarts 1 -- sh -c 'if [ "$TPURUN_WORKER" = 1 ]; then exit 7; fi; exec python3 train.py --forever'
-assert_contains "$ERR" "failed (attempt 2 of 2)"
-assert_contains "$ERR" "first failure: w1 $(worker_ip 1) exited 7"
+restart_then_success() {
+  local job='echo "attempt=$TPURUN_ATTEMPT"; if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 1 ]; then exit 7; fi; sleep 2; echo done'
+  local run_dir run
+  expect_exit 0 tpurun_as alice -C "$proj" stage --restarts 1 -- sh -c "$job"
+  run_dir=$(latest_run_dir)
+  run=$(basename "$run_dir")
+  assert_contains "$ERR" "attempt 1 failed (w1 exited 7); restarting as attempt 2 of 2"
+  assert_contains "$ERR" "succeeded (attempt 2 of 2)"
+  assert_eq "$(run_field alice "$run" 'r["attempt"]')" "2"
+  assert_eq "$(run_field alice "$run" 'r["verdict"]')" "succeeded"
+  grep -q '^==== tpurun: attempt 1 of 2' "$run_dir/worker1.log" || fail "no attempt 1 header"
+  grep -q '^==== tpurun: attempt 2 of 2' "$run_dir/worker1.log" || fail "no attempt 2 header"
+  grep -q '^attempt=2$' "$run_dir/worker1.log" || fail "the job did not see TPURUN_ATTEMPT=2"
+  assert_eq "$(cat "$run_dir/worker1.exit")" "7"
+  assert_eq "$(cat "$run_dir/worker1.a2.exit")" "0"
+}
+e2e_case restart_then_success "--restarts 1 with a job that fails only on its first attempt: success on the second"
 
-# The client is SIGKILLed while the watcher waits to restart (bob holds w6's TPU).
-before=$(ls $FAKEPOD_NFS_EXPORT/logs/alice/proj | sort)
-as_user alice -C "$proj" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --restarts 1 -- sh -c \
-  'if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 1 ]; then sleep 2; exit 7; fi; sleep 1; echo done' \
-  >/dev/null 2>&1 &
-client=$!
-for _ in $(seq 100); do
-  run=$(comm -13 <(echo "$before") <(ls $FAKEPOD_NFS_EXPORT/logs/alice/proj | sort) | head -1)
-  [[ -n $run ]] && break
-  sleep 0.1
-done
-[[ -n $run ]] || fail "the run did not start"
-start_trainer_on 6 bob >/dev/null
-# The watcher's notes as alice sees them on the dev VM, where the watcher
-# writes them (on NFS another client sees them once they are flushed).
-notes() { as_user alice cat "$FAKEPOD_NFS/logs/alice/proj/$run/watcher.log" 2>/dev/null || true; }
-for _ in $(seq 300); do
-  grep -q 'waiting for' <<<"$(notes)" && break
-  sleep 0.2
-done
-assert_contains "$(notes)" "w6 $(worker_ip 6) (TPU held by bob"
-kill -KILL "$client"
-wait "$client" 2>/dev/null || true
-assert_eq "$(run_field alice "$run" 'r["verdict"]')" "restarting"
-assert_eq "$(run_field alice "$run" 'r["watched"]')" "True"
-reset_tpus >/dev/null 2>&1   # bob's trainer goes: the watcher relaunches on its own
-wait_verdict alice "$run" succeeded
-assert_eq "$(run_field alice "$run" 'r["attempt"]')" "2"
+out_of_restarts() {
+  expect_exit 7 tpurun_as alice -C "$proj" stage --restarts 1 -- sh -c 'if [ "$TPURUN_WORKER" = 1 ]; then exit 7; fi; exec python3 train.py --forever --metrics-addr none'
+  assert_contains "$ERR" "failed (attempt 2 of 2)"
+  assert_contains "$ERR" "first failure: w1 $(worker_ip 1) exited 7"
+}
+e2e_case out_of_restarts "out of restarts: the same summary as a failure, the first failure's code"
 
-# The watcher dies (SIGKILL): the job keeps running, runs says UNWATCHED, logs -f resumes watching.
-run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 4 5 | sed 's/sleep 1/sleep 6/')")
-for _ in $(seq 50); do
-  pid=$(run_field alice "$run" 'r.get("watcher_pid") or 0' 2>/dev/null || true)
-  sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["watcher"]["pid"])' \
-    "$FAKEPOD_NFS_EXPORT/logs/alice/proj/$run/state.json" 2>/dev/null || true)
-  [[ -n $sup && $sup != 0 ]] && break
-  sleep 0.1
-done
-kill -KILL "$sup"
-expect_exit 0 tpurun_as alice -C "$proj" runs
-assert_contains "$OUT" "UNWATCHED"
-assert_eq "$(run_field alice "$run" 'r["verdict"]')" "running"
-expect_exit 5 tpurun_as alice -C "$proj" logs "$run" -f
-assert_contains "$ERR" "this run has no watcher"
-assert_contains "$ERR" "first failure: w4 $(worker_ip 4) exited 5"
-no_job_left alice "$run"
+client_killed_in_restart_wait() {
+  local before run="" client gate=$gates/fail-attempt1
+  rm -f "$gate"
+  # w1's first attempt fails once the gate is there: after bob holds w6's TPU
+  # (with a fixed delay, a slow start of bob's trainer would let the restart
+  # through before it).
+  local job="if [ \"\$TPURUN_ATTEMPT\" = 1 ] && [ \"\$TPURUN_WORKER\" = 1 ]; then while [ ! -e '$gate' ]; do sleep 0.1; done; exit 7; fi; sleep 1; echo done"
+  before=$(all_runs)
+  as_user alice -C "$proj" "$TPURUN" --config "$FAKEPOD_CONFIG" stage --restarts 1 -- sh -c "$job" >/dev/null 2>&1 &
+  client=$!
+  new_run() {
+    run=$(comm -13 <(echo "$before") <(all_runs) | head -1)
+    [[ -n $run ]]
+  }
+  wait_until "the run to start" 120 new_run
+  start_trainer_on 6 bob --forever --metrics-addr none >/dev/null
+  touch "$gate"
+  # The watcher's notes as alice sees them on the dev VM, where the watcher
+  # writes them (on NFS another client sees them once they are flushed).
+  notes() { as_user alice cat "$logs/$run/watcher.log" 2>/dev/null || true; }
+  wait_until "the watcher to wait before the restart" 120 eval 'grep -q "waiting for" <<<"$(notes)"'
+  assert_contains "$(notes)" "w6 $(worker_ip 6) (TPU held by bob"
+  kill -KILL "$(client_pid "$client")"
+  wait "$client" 2>/dev/null || true
+  assert_eq "$(run_field alice "$run" 'r["verdict"]')" "restarting"
+  assert_eq "$(run_field alice "$run" 'r["watched"]')" "True"
+  reset_tpus >/dev/null 2>&1   # bob's trainer goes: the watcher relaunches on its own
+  wait_verdict alice "$run" succeeded
+  assert_eq "$(run_field alice "$run" 'r["attempt"]')" "2"
+}
+e2e_case client_killed_in_restart_wait "the client SIGKILLed while the watcher waits to restart (bob holds w6's TPU): the watcher goes on"
 
-# kill --run stops the watcher too: the run ends as stopped, and is not restarted.
-run=$(stage_detached alice "$proj" --restarts 3 -- python3 train.py --forever)
-sleep 1
-expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 2s
-wait_verdict alice "$run" stopped
-sleep 3
-assert_eq "$(run_field alice "$run" 'r["attempt"]')" "1"
-no_job_left alice "$run"
-pass
+watcher_killed() {
+  local run sup err follower rc gate=$gates/fail-w4
+  rm -f "$gate"
+  # w4 fails once the gate is there: after the checks of the unwatched run and
+  # once logs -f has taken it over (with a fixed delay, a slow machine would
+  # see the failure before them).
+  run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 4 5 | sed "s|sleep 1|while [ ! -e '$gate' ]; do sleep 0.1; done|")")
+  wait_until "the watcher's pid in state.json" 120 eval 'sup=$(watcher_pid "$run"); [[ -n $sup && $sup != 0 ]]'
+  kill -KILL "$sup"
+  wait_until "the watcher to die" 120 dead "$sup"
+  expect_exit 0 tpurun_as alice -C "$proj" runs
+  assert_contains "$OUT" "UNWATCHED"
+  assert_eq "$(run_field alice "$run" 'r["verdict"]')" "running"
+  err=$SCRATCH/resume.err
+  tpurun_as alice -C "$proj" logs "$run" -f >/dev/null 2>"$err" &
+  follower=$!
+  on_exit "kill $follower 2>/dev/null; touch '$gate'"
+  wait_until "logs -f to start a watcher" 120 grep -q "this run has no watcher" "$err"
+  touch "$gate"
+  rc=0
+  wait "$follower" || rc=$?
+  ERR=$(cat "$err")
+  assert_eq "$rc" 5 "logs -f's exit code: $ERR"
+  assert_contains "$ERR" "this run has no watcher"
+  assert_contains "$ERR" "first failure: w4 $(worker_ip 4) exited 5"
+  no_job_left alice "$run"
+}
+e2e_case watcher_killed "the watcher SIGKILLed: the job keeps running, runs says UNWATCHED, logs -f resumes watching"
+
+kill_stops_restarts() {
+  local run stopped_at
+  run=$(stage_detached alice "$proj" --restarts 3 -- python3 train.py --forever --metrics-addr none)
+  wait_until "the run's jobs on every worker" 120 launched "$run"
+  wait_until "the run's watcher" 120 eval '[[ $(watcher_pid "$run") =~ ^[1-9] ]]'
+  expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 2s
+  wait_verdict alice "$run" stopped
+  # Clock time, not synchronization: a watcher that had survived the kill
+  # would relaunch within these seconds.
+  stopped_at=$(date +%s%3N)
+  wait_until "3 s to pass after the stop" 120 eval '(($(date +%s%3N) >= stopped_at + 3000))'
+  assert_eq "$(run_field alice "$run" 'r["attempt"]')" "1"
+  no_job_left alice "$run"
+}
+e2e_case kill_stops_restarts "kill --run stops the watcher too: the run ends as stopped, and is not restarted"
+
+e2e_run

@@ -23,91 +23,125 @@ on_exit "rm -rf '$home/.tpurun'"
 # worker_file I PATH: cat PATH on worker I's own disk, as alice.
 worker_file() { wexec "$1" --user alice -- cat "$2"; }
 
-note "stage on a pod with no shared mount: the snapshot goes to every worker, the logs come back"
-expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line
+# run_of_stage: the run a foreground stage named on stderr ($ERR).
+run_of_stage() {
+  sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR"
+}
+
+stage_no_share() {
+  local run i
+  expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line
   mkdir -p "$TPURUN_LOG_DIR/tb" && echo "event of w$TPURUN_WORKER" >"$TPURUN_LOG_DIR/tb/events.out.tfevents.w$TPURUN_WORKER"'
-assert_contains "$ERR" "→ 4 workers (no shared mount): sent"
-assert_not_contains "$ERR" "sent 0 files"
-assert_contains "$ERR" "succeeded"
-assert_contains "$OUT" "[w0-3] same line"
-run=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
-for i in 0 1 2 3; do
-  assert_contains "$(cat "$logs/$run/worker$i.log")" "hello from" "w$i's log mirrored to the dev VM"
-  assert_eq "$(cat "$logs/$run/worker$i.exit")" "0"
-  # and the worker's own copy is on its own disk, not on the dev VM's
-  assert_contains "$(worker_file "$i" "$home/.tpurun/logs/alice/noshare/$run/worker$i.log")" "odd"
-done
-wexec 1 --user alice -- test ! -e "$home/.tpurun/logs/alice/noshare/$run/worker0.log" ||
-  fail "w1 has w0's log: the disks are shared"
+  assert_contains "$ERR" "→ 4 workers (no shared mount): sent"
+  assert_not_contains "$ERR" "sent 0 files"
+  assert_contains "$ERR" "succeeded"
+  assert_contains "$OUT" "[w0-3] same line"
+  run=$(run_of_stage)
+  # (for logs_with_vm_gone)
+  echo "$run" >"$SCRATCH/first-run"
+  for i in 0 1 2 3; do
+    assert_contains "$(cat "$logs/$run/worker$i.log")" "hello from" "w$i's log mirrored to the dev VM"
+    assert_eq "$(cat "$logs/$run/worker$i.exit")" "0"
+    # and the worker's own copy is on its own disk, not on the dev VM's
+    assert_contains "$(worker_file "$i" "$home/.tpurun/logs/alice/noshare/$run/worker$i.log")" "odd"
+  done
+  wexec 1 --user alice -- test ! -e "$home/.tpurun/logs/alice/noshare/$run/worker0.log" ||
+    fail "w1 has w0's log: the disks are shared"
+}
+e2e_case stage_no_share "stage on a pod with no shared mount: the snapshot goes to every worker, the logs come back"
 
-note "doctor checks each worker's own disk, not a shared mount"
-expect_exit 0 tpurun_as alice doctor
-assert_not_contains "$OUT$ERR" "shared mount"
+doctor_own_disks() {
+  expect_exit 0 tpurun_as alice doctor
+  assert_not_contains "$OUT$ERR" "shared mount"
+}
+e2e_case doctor_own_disks "doctor checks each worker's own disk, not a shared mount"
 
-note "a re-stage sends nothing the workers have"
-expect_exit 0 tpurun_as alice -C "$proj" stage -- true
-assert_contains "$ERR" "sent 0 files (0 B)"
-expect_exit 0 tpurun_as alice -C "$proj" stage -- true  # now the stat cache trusts the files
-assert_contains "$ERR" "every worker had snapshot"
+restage_sends_nothing() {
+  expect_exit 0 tpurun_as alice -C "$proj" stage -- true
+  assert_contains "$ERR" "sent 0 files (0 B)"
+  expect_exit 0 tpurun_as alice -C "$proj" stage -- true  # now the stat cache trusts the files
+  assert_contains "$ERR" "every worker had snapshot"
+}
+e2e_case restage_sends_nothing "a re-stage sends nothing the workers have" --needs stage_no_share
 
-note "a gang fail-fast: w1 fails, the others are stopped, the verdict and logs come back"
-expect_exit 3 tpurun_as alice -C "$proj" stage -- sh -c "$(fail_on_worker_job 1 3)"
-assert_contains "$ERR" "w1"
-assert_contains "$ERR" "exited 3"
-frun=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
-assert_eq "$(run_field alice "$frun" '" ".join(w["state"] for w in r["workers"])')" "stopped failed stopped stopped"
-assert_contains "$(cat "$logs/$frun/worker1.log")" "w1 broke"
-no_job_left alice "$frun"
+gang_fail_fast() {
+  local frun
+  expect_exit 3 tpurun_as alice -C "$proj" stage -- sh -c "$(fail_on_worker_job 1 3)"
+  assert_contains "$ERR" "w1"
+  assert_contains "$ERR" "exited 3"
+  frun=$(run_of_stage)
+  assert_eq "$(run_field alice "$frun" '" ".join(w["state"] for w in r["workers"])')" "stopped failed stopped stopped"
+  assert_contains "$(cat "$logs/$frun/worker1.log")" "w1 broke"
+  no_job_left alice "$frun"
+}
+e2e_case gang_fail_fast "a gang fail-fast: w1 fails, the others are stopped, the verdict and logs come back"
 
-note "a restart: w1 fails its first attempt, the gang goes again, the second attempt's records come back"
-expect_exit 0 tpurun_as alice -C "$proj" stage --restarts 1 -- \
-  sh -c 'if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 1 ]; then exit 7; fi; echo "attempt $TPURUN_ATTEMPT ok"'
-assert_contains "$ERR" "restarting as attempt 2 of 2"
-assert_contains "$ERR" "succeeded (attempt 2 of 2)"
-rrun=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
-assert_eq "$(cat "$logs/$rrun/worker1.exit")" "7"
-assert_eq "$(cat "$logs/$rrun/worker1.a2.exit")" "0"
-grep -q '^attempt 2 ok$' "$logs/$rrun/worker1.log" || fail "w1's second attempt's output was not mirrored"
-expect_exit 0 tpurun_as alice runs
-assert_contains "$OUT" "$rrun"
+restart_records() {
+  local rrun
+  expect_exit 0 tpurun_as alice -C "$proj" stage --restarts 1 -- \
+    sh -c 'if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 1 ]; then exit 7; fi; echo "attempt $TPURUN_ATTEMPT ok"'
+  assert_contains "$ERR" "restarting as attempt 2 of 2"
+  assert_contains "$ERR" "succeeded (attempt 2 of 2)"
+  rrun=$(run_of_stage)
+  assert_eq "$(cat "$logs/$rrun/worker1.exit")" "7"
+  assert_eq "$(cat "$logs/$rrun/worker1.a2.exit")" "0"
+  grep -q '^attempt 2 ok$' "$logs/$rrun/worker1.log" || fail "w1's second attempt's output was not mirrored"
+  expect_exit 0 tpurun_as alice runs
+  assert_contains "$OUT" "$rrun"
+}
+e2e_case restart_records "a restart: w1 fails its first attempt, the gang goes again, the second attempt's records come back"
 
-note "profile: the traces written on the workers' disks are fetched into the run's log dir"
-krun=$(stage_detached alice "$proj" -- python3 train.py --forever --step-time 0.1 --profiler-port 9999)
-for _ in $(seq 100); do
-  [[ $(ls "$logs/$krun"/worker*.pid 2>/dev/null | wc -l) == 4 ]] && break
-  sleep 0.2
-done
-for _ in $(seq 50); do
-  tpurun_as alice profile "$krun" --duration 1s >/dev/null 2>&1 && break  # until every server listens
-  sleep 0.2
-done
-expect_exit 0 tpurun_as alice profile "$krun" --duration 1s
-[[ $(ls "$logs/$krun"/plugins/profile/*/w*.xplane.pb | wc -l) -ge 4 ]] ||
-  fail "traces not fetched: $(find "$logs/$krun/plugins" 2>&1)"
+# The detached run krun of profile_traces goes on for gc_on_workers and
+# kill_detached ($SCRATCH/krun).
+profile_traces() {
+  local krun
+  krun=$(stage_detached alice "$proj" -- python3 train.py --forever --step-time 0.1 --profiler-port 9999)
+  echo "$krun" >"$SCRATCH/krun"
+  wait_until "the run's jobs on 4 workers" 120 eval '[[ $(ls "$logs/$krun"/worker*.pid 2>/dev/null | wc -l) == 4 ]]'
+  # until every server listens
+  wait_until "every worker's profiler server" 120 eval 'tpurun_as alice profile "$krun" --duration 1s >/dev/null 2>&1'
+  expect_exit 0 tpurun_as alice profile "$krun" --duration 1s
+  [[ $(ls "$logs/$krun"/plugins/profile/*/w*.xplane.pb | wc -l) -ge 4 ]] ||
+    fail "traces not fetched: $(find "$logs/$krun/plugins" 2>&1)"
+}
+e2e_case profile_traces "profile: the traces written on the workers' disks are fetched into the run's log dir"
 
-note "gc on the workers too, sparing the snapshot that a running job uses"
-expect_exit 0 tpurun_as alice gc --older-than 0s
-assert_contains "$OUT" "[w0 $(worker_ip 0)] removed"
-assert_contains "$OUT" "kept"
-snap=$(basename "$(run_field alice "$krun" 'r["staged_dir"]')")
-for i in 0 3; do
-  wexec "$i" --user alice -- test -d "$home/.tpurun/staging/alice/$snap" || fail "gc removed w$i's snapshot of a running run"
-done
-assert_eq "$(wexec 1 --user alice -- sh -c 'ls -d ~/.tpurun/staging/alice/*-code | wc -l')" 1 "w1's old snapshots"
+gc_on_workers() {
+  local krun snap i
+  krun=$(cat "$SCRATCH/krun")
+  expect_exit 0 tpurun_as alice gc --older-than 0s
+  assert_contains "$OUT" "[w0 $(worker_ip 0)] removed"
+  assert_contains "$OUT" "kept"
+  snap=$(basename "$(run_field alice "$krun" 'r["staged_dir"]')")
+  for i in 0 3; do
+    wexec "$i" --user alice -- test -d "$home/.tpurun/staging/alice/$snap" || fail "gc removed w$i's snapshot of a running run"
+  done
+  assert_eq "$(wexec 1 --user alice -- sh -c 'ls -d ~/.tpurun/staging/alice/*-code | wc -l')" 1 "w1's old snapshots"
+}
+e2e_case gc_on_workers "gc on the workers too, sparing the snapshot that a running job uses" --needs profile_traces
 
-note "kill --run stops a detached run on every worker"
-expect_exit 0 tpurun_as alice kill --run "$krun"
-wait_verdict alice "$krun" stopped
-no_job_left alice "$krun"
+kill_detached() {
+  local krun
+  krun=$(cat "$SCRATCH/krun")
+  expect_exit 0 tpurun_as alice kill --run "$krun"
+  wait_verdict alice "$krun" stopped
+  no_job_left alice "$krun"
+}
+e2e_case kill_detached "kill --run stops a detached run on every worker" --needs profile_traces gc_on_workers
 
-note "logs of a finished run read with one of its VMs gone"
-stop_worker 2
-expect_exit 0 tpurun_as alice logs "$run"
-assert_contains "$OUT" "hello from"
-assert_contains "$OUT" "same line"
-# and TensorBoard reads the event files that came back, here
-expect_exit 0 tpurun_as alice tensorboard "$run" --dry-run
-assert_contains "$OUT" "--logdir_spec="
-assert_contains "$OUT" "$logs/$run"
-assert_eq "$(cat "$logs/$run/tb/events.out.tfevents.w2")" "event of w2"
-pass
+logs_with_vm_gone() {
+  local run
+  run=$(cat "$SCRATCH/first-run")
+  stop_worker 2
+  expect_exit 0 tpurun_as alice logs "$run"
+  assert_contains "$OUT" "hello from"
+  assert_contains "$OUT" "same line"
+  # and TensorBoard reads the event files that came back, here
+  expect_exit 0 tpurun_as alice tensorboard "$run" --dry-run
+  assert_contains "$OUT" "--logdir_spec="
+  assert_contains "$OUT" "$logs/$run"
+  assert_eq "$(cat "$logs/$run/tb/events.out.tfevents.w2")" "event of w2"
+}
+e2e_case logs_with_vm_gone "logs of a finished run read with one of its VMs gone, and TensorBoard's event files" --needs stage_no_share
+
+e2e_run

@@ -26,97 +26,104 @@ home=$(user_home alice)
 logs=$home/.tpurun/logs/alice/nsvm
 on_exit "rm -rf '$home/.tpurun'"
 run_of() { sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$1" | head -1; }
-# wait_line FILE TEXT: until FILE (on the dev VM) has the text (~60 s at most).
+# wait_line FILE TEXT: until FILE (on the dev VM) has the text (120 s at most).
 wait_line() {
-  for _ in $(seq 600); do grep -qF -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  fail "no '$2' in $1: $(cat "$1" 2>&1)"
+  (wait_until "'$2' in $1" 120 grep -qsF -- "$2" "$1") 2>/dev/null || fail "no '$2' in $1 after 120 s: $(cat "$1" 2>&1)"
 }
 
-note "a full disk on one worker: the stage names it and the room needed, and starts nothing anywhere"
-uid=$(wexec 1 --user alice -- id -u) gid=$(wexec 1 --user alice -- id -g)
-wexec 1 --user alice -- mkdir -p "$home/.tpurun"
-wexec 1 -- mount -t tmpfs -o "size=256k,uid=$uid,gid=$gid,mode=700" tmpfs "$home/.tpurun"
-on_exit "\"\$FAKEPOD\" exec 1 -- umount '$home/.tpurun' 2>/dev/null || true"
-expect_exit 1 tpurun_as alice -C "$proj" stage -- true
-assert_contains "$ERR" "the snapshot did not reach 1 worker"
-assert_contains "$ERR" "w1 $(worker_ip 1): no room for the snapshot under ~/.tpurun/staging"
-assert_contains "$ERR" "needed, "
-assert_contains "$ERR" "nothing was started"
-[[ ! -e $logs ]] || [[ -z $(ls "$logs") ]] || fail "a refused stage left a run: $(ls "$logs")"
-wexec 1 -- umount "$home/.tpurun"
+full_disk() {
+  local uid gid
+  uid=$(wexec 1 --user alice -- id -u) gid=$(wexec 1 --user alice -- id -g)
+  wexec 1 --user alice -- mkdir -p "$home/.tpurun"
+  wexec 1 -- mount -t tmpfs -o "size=256k,uid=$uid,gid=$gid,mode=700" tmpfs "$home/.tpurun"
+  on_exit "\"\$FAKEPOD\" exec 1 -- umount '$home/.tpurun' 2>/dev/null || true"
+  expect_exit 1 tpurun_as alice -C "$proj" stage -- true
+  assert_contains "$ERR" "the snapshot did not reach 1 worker"
+  assert_contains "$ERR" "w1 $(worker_ip 1): no room for the snapshot under ~/.tpurun/staging"
+  assert_contains "$ERR" "needed, "
+  assert_contains "$ERR" "nothing was started"
+  [[ ! -e $logs ]] || [[ -z $(ls "$logs") ]] || fail "a refused stage left a run: $(ls "$logs")"
+  wexec 1 -- umount "$home/.tpurun"
+}
+e2e_case full_disk "a full disk on one worker: the stage names it and the room needed, and starts nothing anywhere"
 
-note "a worker lost mid-run: the gang stops as one, and w3's output so far is here"
-run=$(stage_detached alice "$proj" --lost-after 3s -- \
-  sh -c 'echo "w$TPURUN_WORKER up"; exec python3 train.py --forever --step-time 0.1')
-wait_line "$logs/$run/worker3.log" "w3 up"
-stop_worker 3
-expect_exit 255 tpurun_as alice -C "$proj" logs "$run" -f
-assert_contains "$ERR" "first failure: w3 $(worker_ip 3) was lost"
-assert_eq "$(run_field alice "$run" 'r["verdict"]')" "lost"
-assert_eq "$(run_field alice "$run" 'sum(w["state"] == "stopped" for w in r["workers"])')" "3"
-fakepod start-worker 3 >&2
-no_job_left alice "$run"
+lost_worker() {
+  local run
+  run=$(stage_detached alice "$proj" --lost-after 3s -- \
+    sh -c 'echo "w$TPURUN_WORKER up"; exec python3 train.py --forever --metrics-addr none --step-time 0.1')
+  wait_line "$logs/$run/worker3.log" "w3 up"
+  stop_worker 3
+  expect_exit 255 tpurun_as alice -C "$proj" logs "$run" -f
+  assert_contains "$ERR" "first failure: w3 $(worker_ip 3) was lost"
+  assert_eq "$(run_field alice "$run" 'r["verdict"]')" "lost"
+  assert_eq "$(run_field alice "$run" 'sum(w["state"] == "stopped" for w in r["workers"])')" "3"
+  fakepod start-worker 3 >&2
+  no_job_left alice "$run"
+}
+e2e_case lost_worker "a worker lost mid-run: the gang stops as one, and w3's output so far is here"
 
-note "a multi-slice run over two slices: one snapshot on all four disks, every log mirrored"
 ns_pod() {  # NAME FIRST LAST: workers of this pod, no staging_root/logs_root (their own disks)
   local ips="" i
   for ((i = $2; i <= $3; i++)); do ips+="${ips:+, }\"$(worker_ip "$i")\""; done
   printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 } }' \
     "$1" "$ips"
 }
-cfg=$SCRATCH/slices.json
-cat >"$cfg" <<JSON
+multislice() {
+  local cfg=$SCRATCH/slices.json msrun i
+  cat >"$cfg" <<JSON
 { "default_pod": "slice-a", "pods": { $(ns_pod slice-a 0 1), $(ns_pod slice-b 2 3) } }
 JSON
-chmod 644 "$cfg"
-chmod 755 "$SCRATCH"
-printf 'slices\n' >"$proj/slices.txt"  # a new tree: pushed to every worker of both slices
-chown alice "$proj/slices.txt"
-pod_config=$FAKEPOD_CONFIG
-FAKEPOD_CONFIG=$cfg
-expect_exit 0 tpurun_as alice -C "$proj" --pod slice-a,slice-b stage -- \
-  sh -c 'echo "slice $MEGASCALE_SLICE_ID worker $TPURUN_SLICE_WORKER of $TPURUN_NUM_WORKERS: $(cat slices.txt)"'
-assert_contains "$ERR" "→ 4 workers (no shared mount): sent"
-assert_contains "$ERR" "launched on 4 workers in 2 slices"
-assert_contains "$ERR" "succeeded"
-msrun=$(run_of "$ERR")
-for i in 0 1 2 3; do
-  assert_eq "$(cat "$logs/$msrun/worker$i.log")" "slice $((i / 2)) worker $((i % 2)) of 4: slices" "worker$i.log"
-done
-FAKEPOD_CONFIG=$pod_config
+  chmod 644 "$cfg"
+  chmod 755 "$SCRATCH"
+  printf 'slices\n' >"$proj/slices.txt"  # a new tree: pushed to every worker of both slices
+  chown alice "$proj/slices.txt"
+  local FAKEPOD_CONFIG=$cfg  # (tpurun_as's config, in this case)
+  expect_exit 0 tpurun_as alice -C "$proj" --pod slice-a,slice-b stage -- \
+    sh -c 'echo "slice $MEGASCALE_SLICE_ID worker $TPURUN_SLICE_WORKER of $TPURUN_NUM_WORKERS: $(cat slices.txt)"'
+  assert_contains "$ERR" "→ 4 workers (no shared mount): sent"
+  assert_contains "$ERR" "launched on 4 workers in 2 slices"
+  assert_contains "$ERR" "succeeded"
+  msrun=$(run_of "$ERR")
+  for i in 0 1 2 3; do
+    assert_eq "$(cat "$logs/$msrun/worker$i.log")" "slice $((i / 2)) worker $((i % 2)) of 4: slices" "worker$i.log"
+  done
+}
+e2e_case multislice "a multi-slice run over two slices: one snapshot on all four disks, every log mirrored"
 
-note "a preempted spot TPU VM with --recreate: the new VM gets the snapshot again, attempt 1's output stays"
-ZONE=us-central2-b
-fakepod create rc --zone $ZONE --accelerator v4-16 --spot >/dev/null
-cfg=$SCRATCH/rc.json
-cat >"$cfg" <<JSON
+recreate_no_share() {
+  local ZONE=us-central2-b cfg=$SCRATCH/rc.json job rcrun i log
+  fakepod create rc --zone $ZONE --accelerator v4-16 --spot >/dev/null
+  cat >"$cfg" <<JSON
 { "default_pod": "rc",
   "pods": { "rc": { "gcloud": { "name": "rc", "zone": "$ZONE", "project": "sim-proj" },
                     "ssh": { "identity_file": "~/.ssh/id_ed25519", "connect_timeout_s": 5 } } } }
 JSON
-chmod 644 "$cfg"
-FAKEPOD_CONFIG=$cfg
-expect_exit 0 tpurun_as alice -C "$proj" stage --recreate --dry-run -- true
-assert_contains "$OUT" "gcloud compute tpus tpu-vm create rc --zone $ZONE --project sim-proj --accelerator-type v4-16"
-assert_contains "$OUT" "the snapshot copied to the new VM's workers (no shared mount)"
-job='echo "attempt $TPURUN_ATTEMPT on $(hostname): $(cat data.txt)"; if [ "$TPURUN_ATTEMPT" = 1 ]; then sleep 600; fi'
-expect_exit 0 tpurun_as alice -C "$proj" stage --detach --recreate --lost-after 3s -- sh -c "$job"
-rcrun=$(run_of "$ERR")
-[[ -n $rcrun ]] || fail "no run id in: $ERR"
-wait_line "$logs/$rcrun/worker1.log" "attempt 1 on"
-fakepod preempt rc --zone $ZONE >/dev/null
-expect_exit 0 tpurun_as alice logs "$rcrun" -f
-assert_contains "$ERR" "recreating it (preemption 1 of at most 3"
-assert_contains "$ERR" "(no shared mount): sent"
-assert_contains "$ERR" "resumed as attempt 2"
-for i in 0 1; do
-  log=$(cat "$logs/$rcrun/worker$i.log")
-  assert_contains "$log" "attempt 1 on t1v-n-" "w$i's attempt 1 (its VM is gone)"
-  assert_contains "$log" "attempt 2 on t1v-n-" "w$i's attempt 2"
-  [[ $(grep -n "attempt 1 on" <<<"$log" | cut -d: -f1) -lt $(grep -n "attempt 2 on" <<<"$log" | cut -d: -f1) ]] ||
-    fail "w$i's attempts out of order: $log"
-  assert_contains "$log" "the snapshot is here"
-  [[ $(grep -c "the snapshot is here" <<<"$log") == 2 ]] || fail "w$i's attempt 2 did not see the snapshot: $log"
-done
-assert_eq "$(run_field alice "$rcrun" 'r["verdict"]')" "succeeded"
-pass
+  chmod 644 "$cfg"
+  local FAKEPOD_CONFIG=$cfg  # (tpurun_as's config, in this case)
+  expect_exit 0 tpurun_as alice -C "$proj" stage --recreate --dry-run -- true
+  assert_contains "$OUT" "gcloud compute tpus tpu-vm create rc --zone $ZONE --project sim-proj --accelerator-type v4-16"
+  assert_contains "$OUT" "the snapshot copied to the new VM's workers (no shared mount)"
+  job='echo "attempt $TPURUN_ATTEMPT on $(hostname): $(cat data.txt)"; if [ "$TPURUN_ATTEMPT" = 1 ]; then sleep 600; fi'
+  expect_exit 0 tpurun_as alice -C "$proj" stage --detach --recreate --lost-after 3s -- sh -c "$job"
+  rcrun=$(run_of "$ERR")
+  [[ -n $rcrun ]] || fail "no run id in: $ERR"
+  wait_line "$logs/$rcrun/worker1.log" "attempt 1 on"
+  fakepod preempt rc --zone $ZONE >/dev/null
+  expect_exit 0 tpurun_as alice logs "$rcrun" -f
+  assert_contains "$ERR" "recreating it (preemption 1 of at most 3"
+  assert_contains "$ERR" "(no shared mount): sent"
+  assert_contains "$ERR" "resumed as attempt 2"
+  for i in 0 1; do
+    log=$(cat "$logs/$rcrun/worker$i.log")
+    assert_contains "$log" "attempt 1 on t1v-n-" "w$i's attempt 1 (its VM is gone)"
+    assert_contains "$log" "attempt 2 on t1v-n-" "w$i's attempt 2"
+    [[ $(grep -n "attempt 1 on" <<<"$log" | cut -d: -f1) -lt $(grep -n "attempt 2 on" <<<"$log" | cut -d: -f1) ]] ||
+      fail "w$i's attempts out of order: $log"
+    assert_contains "$log" "the snapshot is here"
+    [[ $(grep -c "the snapshot is here" <<<"$log") == 2 ]] || fail "w$i's attempt 2 did not see the snapshot: $log"
+  done
+  assert_eq "$(run_field alice "$rcrun" 'r["verdict"]')" "succeeded"
+}
+e2e_case recreate_no_share "a preempted spot TPU VM with --recreate: the new VM gets the snapshot again, attempt 1's output stays"
+
+e2e_run

@@ -25,80 +25,103 @@ line_no() {  # TEXT FIXED: number of the first line of TEXT containing FIXED
   grep -nF -- "$2" <<<"$1" | head -1 | cut -d: -f1
 }
 
-# Identical lines are shown once, labelled with every worker; distinct lines
-# are all kept with their usual prefix, in each worker's order.
-expect_exit 0 tpurun_as alice exec -- sh -c "$(synced a 'echo same; hostname; echo end')"
-assert_eq "$(count "$OUT" ' same$')" 1 "'same' shown once"
-assert_contains "$OUT" "[w0-$last] same"
-assert_eq "$(count "$OUT" ' end$')" 1 "'end' shown once"
-first=$(line_no "$OUT" "[w0-$last] same")
-final=$(line_no "$OUT" "[w0-$last] end")
-for i in $(seq 0 "$last"); do
-  host_line=$(line_no "$OUT" "[w$i $(worker_ip "$i")] $(worker_hostname "$i")")
-  [[ -n $host_line ]] || fail "worker $i's host name is missing"
-  ((first < host_line && host_line < final)) || fail "worker $i's lines are out of order"
-done
-assert_eq "$(wc -l <<<"$OUT")" $((N + 2))
+collapse_identical() {
+  local first final i host_line
+  expect_exit 0 tpurun_as alice exec -- sh -c "$(synced a 'echo same; hostname; echo end')"
+  assert_eq "$(count "$OUT" ' same$')" 1 "'same' shown once"
+  assert_contains "$OUT" "[w0-$last] same"
+  assert_eq "$(count "$OUT" ' end$')" 1 "'end' shown once"
+  first=$(line_no "$OUT" "[w0-$last] same")
+  final=$(line_no "$OUT" "[w0-$last] end")
+  for i in $(seq 0 "$last"); do
+    host_line=$(line_no "$OUT" "[w$i $(worker_ip "$i")] $(worker_hostname "$i")")
+    [[ -n $host_line ]] || fail "worker $i's host name is missing"
+    ((first < host_line && host_line < final)) || fail "worker $i's lines are out of order"
+  done
+  assert_eq "$(wc -l <<<"$OUT")" $((N + 2))
+}
+e2e_case collapse_identical "identical lines are shown once, labelled with every worker; distinct lines keep their prefix, in each worker's order"
 
-# --raw (and its alias --no-collapse) prints every line of every worker.
-for flag in --raw --no-collapse; do
-  expect_exit 0 tpurun_as alice exec "$flag" -- sh -c "$(synced "raw$flag" 'echo same')"
-  assert_eq "$(count "$OUT" ' same$')" "$N" "$flag shows all"
-  for i in $(seq 0 "$last"); do assert_contains "$OUT" "[w$i $(worker_ip "$i")] same"; done
-done
+raw_every_line() {
+  local flag i
+  for flag in --raw --no-collapse; do
+    expect_exit 0 tpurun_as alice exec "$flag" -- sh -c "$(synced "raw$flag" 'echo same')"
+    assert_eq "$(count "$OUT" ' same$')" "$N" "$flag shows all"
+    for i in $(seq 0 "$last"); do assert_contains "$OUT" "[w$i $(worker_ip "$i")] same"; done
+  done
+}
+e2e_case raw_every_line "--raw (and its alias --no-collapse) prints every line of every worker"
 
-# Collapsing is per stream: stderr's shared line stays on stderr.
-expect_exit 0 tpurun_as alice exec -- sh -c "$(synced err 'echo warn >&2; echo out')"
-assert_contains "$ERR" "[w0-$last] warn"
-assert_not_contains "$OUT" "warn"
-assert_contains "$OUT" "[w0-$last] out"
+per_stream() {
+  expect_exit 0 tpurun_as alice exec -- sh -c "$(synced err 'echo warn >&2; echo out')"
+  assert_contains "$ERR" "[w0-$last] warn"
+  assert_not_contains "$OUT" "warn"
+  assert_contains "$OUT" "[w0-$last] out"
+}
+e2e_case per_stream "collapsing is per stream: stderr's shared line stays on stderr"
 
-# A worker that prints the shared line well after the others is added as a late line.
-expect_exit 0 tpurun_as alice exec -- sh -c "$(synced late '[ "$TPU_WORKER_ID" = 3 ] && sleep 2; echo shared')"
-assert_contains "$OUT" "[w0-2,4-$last] shared"
-assert_contains "$OUT" "[+w3] shared"
-assert_eq "$(count "$OUT" 'shared$')" 2
+late_worker() {
+  expect_exit 0 tpurun_as alice exec -- sh -c "$(synced late '[ "$TPU_WORKER_ID" = 3 ] && sleep 2; echo shared')"
+  assert_contains "$OUT" "[w0-2,4-$last] shared"
+  assert_contains "$OUT" "[+w3] shared"
+  assert_eq "$(count "$OUT" 'shared$')" 2
+}
+e2e_case late_worker "a worker that prints the shared line well after the others is added as a late line"
 
-# A worker that cannot be reached holds nothing up and is left out of the label.
-stop_worker 2
-expect_exit 255 tpurun_as alice exec -- echo ok
-assert_eq "$(count "$OUT" ' ok$')" 1
-assert_contains "$OUT" "[w0-1,3-$last] ok"
-assert_contains "$ERR" "w2 $(worker_ip 2): cannot connect"
-fakepod start-worker 2
+unreachable_worker() {
+  stop_worker 2
+  expect_exit 255 tpurun_as alice exec -- echo ok
+  assert_eq "$(count "$OUT" ' ok$')" 1
+  assert_contains "$OUT" "[w0-1,3-$last] ok"
+  assert_contains "$ERR" "w2 $(worker_ip 2): cannot connect"
+  fakepod start-worker 2
+}
+e2e_case unreachable_worker "a worker that cannot be reached holds nothing up and is left out of the label"
 
-# A progress bar redrawn with \r shows its final state only, collapsed or raw.
-expect_exit 0 tpurun_as alice exec -- sh -c "$(synced cr "printf 'a\\rb\\rc\\n'")"
-assert_contains "$OUT" "[w0-$last] c"
-assert_eq "$(wc -l <<<"$OUT")" 1
-expect_exit 0 tpurun_as alice exec --raw --worker 0-1 -- printf 'a\rb\rc\n'
-assert_eq "$(sort <<<"$OUT")" "[w0 $(worker_ip 0)] c"$'\n'"[w1 $(worker_ip 1)] c"  # raw: in either order
+carriage_return() {
+  expect_exit 0 tpurun_as alice exec -- sh -c "$(synced cr "printf 'a\\rb\\rc\\n'")"
+  assert_contains "$OUT" "[w0-$last] c"
+  assert_eq "$(wc -l <<<"$OUT")" 1
+  expect_exit 0 tpurun_as alice exec --raw --worker 0-1 -- printf 'a\rb\rc\n'
+  assert_eq "$(sort <<<"$OUT")" "[w0 $(worker_ip 0)] c"$'\n'"[w1 $(worker_ip 1)] c"  # raw: in either order
+}
+e2e_case carriage_return "a progress bar redrawn with \\r shows its final state only, collapsed or raw"
 
-# A 100 KiB line is cut at 64 KiB with a note; the next line is intact.
-expect_exit 0 tpurun_as alice exec -- sh -c "$(synced long "head -c 102400 /dev/zero | tr '\\0' x; echo; echo after")"
-cut_line=$(grep -F 'line cut at 64 KiB' <<<"$OUT") || fail "no cut line in the output"
-assert_eq "$(count "$OUT" 'line cut at 64 KiB')" 1
-xs=${cut_line#"[w0-$last] "}
-xs=${xs%" ... [line cut at 64 KiB]"}
-assert_eq "${#xs}" 65536 "length of the cut line"
-[[ $xs =~ ^x+$ ]] || fail "the cut line holds something other than the x's"
-assert_contains "$OUT" "[w0-$last] after"
+long_line() {
+  local cut_line xs
+  expect_exit 0 tpurun_as alice exec -- sh -c "$(synced long "head -c 102400 /dev/zero | tr '\\0' x; echo; echo after")"
+  cut_line=$(grep -F 'line cut at 64 KiB' <<<"$OUT") || fail "no cut line in the output"
+  assert_eq "$(count "$OUT" 'line cut at 64 KiB')" 1
+  xs=${cut_line#"[w0-$last] "}
+  xs=${xs%" ... [line cut at 64 KiB]"}
+  assert_eq "${#xs}" 65536 "length of the cut line"
+  [[ $xs =~ ^x+$ ]] || fail "the cut line holds something other than the x's"
+  assert_contains "$OUT" "[w0-$last] after"
+}
+e2e_case long_line "a 100 KiB line is cut at 64 KiB with a note; the next line is intact"
 
-# On a terminal, the bottom line shows the workers' states and the latest \r
-# state of a progress bar (it is redrawn every 100 ms; the bar holds each state
-# for a second). Run under script(1) for a pseudo-terminal.
-tty_dir=$(scratch_dir alice)
-printf 'exec %q --config %q exec -- sh -c %q\n' "$TPURUN" "$FAKEPOD_CONFIG" \
-  "$(synced tty "printf '\\r50%%'; sleep 1; printf '\\r100%%\\n'")" >"$tty_dir/tty.sh"
-chmod 644 "$tty_dir/tty.sh"
-expect_exit 0 as_user alice script -qec "bash $tty_dir/tty.sh" /dev/null
-assert_contains "$OUT" "$N workers: $N running"
-[[ $OUT =~ w[0-9]+:\ 50% ]] || fail "no progress state on the bottom line: $(cat -v <<<"$OUT")"
-assert_contains "$OUT" "[w0-$last]"$'\033[0m'" 100%"
+terminal_status_line() {
+  local tty_dir
+  # The bottom line shows the workers' states and the latest \r state of a
+  # progress bar (it is redrawn every 100 ms; the bar holds each state for a
+  # second). Run under script(1) for a pseudo-terminal.
+  tty_dir=$(scratch_dir alice)
+  printf 'exec %q --config %q exec -- sh -c %q\n' "$TPURUN" "$FAKEPOD_CONFIG" \
+    "$(synced tty "printf '\\r50%%'; sleep 1; printf '\\r100%%\\n'")" >"$tty_dir/tty.sh"
+  chmod 644 "$tty_dir/tty.sh"
+  expect_exit 0 as_user alice script -qec "bash $tty_dir/tty.sh" /dev/null
+  assert_contains "$OUT" "$N workers: $N running"
+  [[ $OUT =~ w[0-9]+:\ 50% ]] || fail "no progress state on the bottom line: $(cat -v <<<"$OUT")"
+  assert_contains "$OUT" "[w0-$last]"$'\033[0m'" 100%"
+}
+e2e_case terminal_status_line "on a terminal, the bottom line shows the workers' states and a progress bar's latest state"
 
-# --raw only changes streamed output: with --json or --gather it is refused.
-expect_exit 2 tpurun_as alice exec --raw --json -- true
-assert_contains "$ERR" "--json never collapses lines: drop --raw"
-expect_exit 2 tpurun_as alice exec --no-collapse --gather -- true
-assert_contains "$ERR" "--gather never collapses lines"
-pass
+raw_refused() {
+  expect_exit 2 tpurun_as alice exec --raw --json -- true
+  assert_contains "$ERR" "--json never collapses lines: drop --raw"
+  expect_exit 2 tpurun_as alice exec --no-collapse --gather -- true
+  assert_contains "$ERR" "--gather never collapses lines"
+}
+e2e_case raw_refused "--raw only changes streamed output: with --json or --gather it is refused"
+
+e2e_run

@@ -42,10 +42,10 @@ race() {
   local d1 d2
   d1=$([[ $u1 == alice ]] && echo "$aproj" || echo "$bproj")
   d2=$([[ $u2 == alice ]] && echo "$aproj" || echo "$bproj")
-  tpurun_as "$u1" -C "$d1" --pod "$pod" stage --detach -- python3 train.py --forever \
+  tpurun_as "$u1" -C "$d1" --pod "$pod" stage --detach -- python3 train.py --forever --metrics-addr none \
     >"$SCRATCH/r1.out" 2>"$SCRATCH/r1.err" &
   local p1=$!
-  tpurun_as "$u2" -C "$d2" --pod "$pod" stage --detach -- python3 train.py --forever \
+  tpurun_as "$u2" -C "$d2" --pod "$pod" stage --detach -- python3 train.py --forever --metrics-addr none \
     >"$SCRATCH/r2.out" 2>"$SCRATCH/r2.err" &
   local p2=$!
   wait "$p1" || rc1=$?
@@ -72,25 +72,56 @@ race() {
      $lmsg == *"your run $run still runs there"* || $lmsg == *"your own earlier job still holds the TPU"* ]] ||
     fail "round $round: the refusal does not name the winner ($winner, run $run): $lmsg"
   # The winner's job runs on every worker, and holds every TPU.
-  for _ in $(seq 100); do [[ $(job_count "$winner" "$run") == "$n" ]] && break; sleep 0.1; done
+  wait_until "round $round: the winner's jobs on $n workers" 120 eval '[[ $(job_count "$winner" "$run") == "$n" ]]'
   assert_eq "$(job_count "$winner" "$run")" "$n" "round $round: the winner's jobs"
   expect_exit 0 tpurun_as "$winner" --pod "$pod" kill --run "$run" --grace 2s
   wait_verdict "$winner" "$run" stopped
 }
 
-note "14 rounds: alice and bob stage the same 4 workers at the same moment"
-for i in $(seq 1 14); do race race 4 alice bob "$i"; done
-note "4 rounds: alice stages twice at the same moment"
-for i in $(seq 15 18); do race race 4 alice alice "$i"; done
-note "2 rounds: alice and bob stage the same multi-slice pod (2 slices of 2 workers)"
-for i in $(seq 19 20); do race ra,rb 4 alice bob "$i"; done
+alice_against_bob() {
+  local i
+  for i in $(seq 1 14); do race race 4 alice bob "$i"; done
+}
+e2e_case alice_against_bob "14 rounds: alice and bob stage the same 4 workers at the same moment"
 
-note "--wait: bob waits for alice's run to end, then launches"
-expect_exit 0 tpurun_as alice -C "$aproj" stage --detach -- python3 train.py --steps 6 --step-time 0.5
-arun=$(grep -o 'tpurun logs [^ ]* -f' <<<"$ERR" | awk '{print $3}')
-expect_exit 0 tpurun_as bob -C "$bproj" stage --detach --wait=1 -- python3 train.py --steps 1
-assert_contains "$ERR" "waiting for the workers (--wait"
-# (her watcher writes the verdict a poll after her jobs end, which bob waited for)
-wait_verdict alice "$arun" succeeded stopped failed lost
-assert_eq "$(run_field alice "$arun" 'r["verdict"]')" "succeeded" "alice's run was cut short"
-pass
+alice_against_herself() {
+  local i
+  for i in $(seq 15 18); do race race 4 alice alice "$i"; done
+}
+e2e_case alice_against_herself "4 rounds: alice stages twice at the same moment"
+
+multislice_rounds() {
+  local i
+  for i in $(seq 19 20); do race ra,rb 4 alice bob "$i"; done
+}
+e2e_case multislice_rounds "2 rounds: alice and bob stage the same multi-slice pod (2 slices of 2 workers)"
+
+wait_for_turn() {
+  local arun gate client rc
+  gate=$(user_dir alice)/wait.gate
+  rm -f "$gate"
+  # Alice's job holds the workers until the gate is there (her trainer, the
+  # TPU, while it runs its steps), which the test makes once bob waits: bob
+  # finds her run there whatever the machine's speed (the workers see the
+  # scratch dir). It exits with her trainer's code.
+  expect_exit 0 tpurun_as alice -C "$aproj" stage --detach -- \
+    sh -c "python3 train.py --steps 6 --step-time 0.5 & while [ ! -e '$gate' ]; do sleep 0.1; done; wait \$!"
+  arun=$(grep -o 'tpurun logs [^ ]* -f' <<<"$ERR" | awk '{print $3}')
+  on_exit "touch '$gate'"
+  tpurun_as bob -C "$bproj" stage --detach --wait=1 -- python3 train.py --steps 1 \
+    >"$SCRATCH/wait.out" 2>"$SCRATCH/wait.err" &
+  client=$!
+  wait_until "bob's stage to wait" 120 grep -q "waiting for the workers (--wait" "$SCRATCH/wait.err"
+  touch "$gate"
+  rc=0
+  wait "$client" || rc=$?
+  ERR=$(cat "$SCRATCH/wait.err")
+  assert_eq "$rc" 0 "bob's stage --wait: $ERR"
+  assert_contains "$ERR" "waiting for the workers (--wait"
+  # (her watcher writes the verdict a poll after her jobs end, which bob waited for)
+  wait_verdict alice "$arun" succeeded stopped failed lost
+  assert_eq "$(run_field alice "$arun" 'r["verdict"]')" "succeeded" "alice's run was cut short"
+}
+e2e_case wait_for_turn "--wait: bob waits for alice's run to end, then launches"
+
+e2e_run

@@ -7,28 +7,39 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gang_lib.sh"
 proj=$(make_project alice proj)
 secret=s3cr3t-$RANDOM$RANDOM
-run=$(stage_detached alice "$proj" --restarts 1 --env WANDB_API_KEY="$secret" -- \
-  sh -c 'echo "key=$WANDB_API_KEY"; if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 0 ]; then sleep 1; exit 1; fi; exec sleep 30')
-dir=$FAKEPOD_NFS/logs/alice/proj/$run
-for _ in $(seq 300); do
-  [[ -e $dir/worker0.a2.pid ]] && break
-  sleep 0.1
-done
-[[ -e $dir/worker0.a2.pid ]] || fail "the second attempt did not start"
-for i in 0 3; do
-  args=$(wexec "$i" --user bob -- ps -eww -o args)
-  assert_contains "$args" "sleep 30" "bob sees the jobs on w$i"
-  assert_not_contains "$args" "$secret" "the secret in an argv on w$i"
-  if wexec "$i" -- sh -c "cat /proc/[0-9]*/cmdline | tr '\\0' ' '" | grep -qF "$secret"; then
-    fail "the secret is in a /proc/PID/cmdline on w$i"
-  fi
-done
-assert_eq "$(grep -c "key=$secret" "$dir/worker0.log")" "2" "the job saw the value on both attempts"
-# The kept values are the user's alone, and gone when the run ends.
-kept=$(user_dir alice)/.cache/tpurun/run-env/$run.env.json  # as_user's XDG_CACHE_HOME
-assert_eq "$(stat -c %a "$kept")" "600"
-expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 1s
-wait_verdict alice "$run" stopped
-for _ in $(seq 50); do [[ -e $kept ]] || break; sleep 0.1; done
-[[ ! -e $kept ]] || fail "the kept --env values outlived the run"
-pass
+logs=$FAKEPOD_NFS/logs/alice/proj
+# The run of secret_not_in_argv, for the case after it.
+run_file=$SCRATCH/secrets.run
+
+secret_not_in_argv() {
+  local run dir i args
+  run=$(stage_detached alice "$proj" --restarts 1 --env WANDB_API_KEY="$secret" -- \
+    sh -c 'echo "key=$WANDB_API_KEY"; if [ "$TPURUN_ATTEMPT" = 1 ] && [ "$TPURUN_WORKER" = 0 ]; then sleep 1; exit 1; fi; exec sleep 30')
+  echo "$run" >"$run_file"
+  dir=$(srv "$logs/$run")
+  wait_until "the second attempt to start" 120 test -e "$dir/worker0.a2.pid"
+  for i in 0 3; do
+    args=$(wexec "$i" --user bob -- ps -eww -o args)
+    assert_contains "$args" "sleep 30" "bob sees the jobs on w$i"
+    assert_not_contains "$args" "$secret" "the secret in an argv on w$i"
+    if wexec "$i" -- sh -c "cat /proc/[0-9]*/cmdline | tr '\\0' ' '" | grep -qF "$secret"; then
+      fail "the secret is in a /proc/PID/cmdline on w$i"
+    fi
+  done
+  assert_eq "$(grep -c "key=$secret" "$dir/worker0.log")" "2" "the job saw the value on both attempts"
+}
+e2e_case secret_not_in_argv "the job sees the --env value on both attempts; no argv on the workers holds it"
+
+kept_values() {
+  local run kept
+  run=$(cat "$run_file")
+  # The kept values are the user's alone, and gone when the run ends.
+  kept=$(user_dir alice)/.cache/tpurun/run-env/$run.env.json  # as_user's XDG_CACHE_HOME
+  assert_eq "$(stat -c %a "$kept")" "600"
+  expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 1s
+  wait_verdict alice "$run" stopped
+  wait_until "the kept --env values to go with the run (they outlived it)" 120 eval '[[ ! -e $kept ]]'
+}
+e2e_case kept_values "the kept --env values are the user's alone (0600), and gone when the run ends" --needs secret_not_in_argv
+
+e2e_run
