@@ -272,6 +272,9 @@ def main():
                     help="after compiling, hang: hold the TPU at 0%% duty cycle, print nothing, until killed")
     ap.add_argument("--compile-time", type=float, default=0.0,
                     help="seconds of 'compiling' before the first step (which also counts as compiling)")
+    ap.add_argument("--compile-until", metavar="FILE",
+                    help="stay 'compiling' until FILE exists (after --compile-time): a test ends the "
+                         "phase once it has seen it, instead of betting on a clock")
     ap.add_argument("--duty-cycle", type=float, default=87.5,
                     help="the duty cycle %% the metrics service reports while training")
     ap.add_argument("--hbm-fraction", type=float, default=0.62,
@@ -346,6 +349,8 @@ def main():
         mark(timeline, "compile")
         if args.compile_time > 0:
             time.sleep(args.compile_time)
+        while args.compile_until and not os.path.exists(args.compile_until):
+            time.sleep(0.05)
         if args.stall:
             mark(timeline, "train", step_num=1)
             time.sleep(args.step_time)

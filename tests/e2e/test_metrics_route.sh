@@ -48,13 +48,16 @@ e2e_case idle_worker "no workload anywhere: libtpu serves nothing, sshd's connec
 trainer_phases() {
   local pid line
   # Compiling (duty 0), then training at its duty cycle.
-  pid=$(start_trainer_on 0 alice --forever --step-time 0.3 --compile-time 1 --duty-cycle 66.5)
+  # It compiles until the test has seen it compiling (a file on worker 0 ends the phase).
+  pid=$(start_trainer_on 0 alice --forever --step-time 0.3 --compile-until "/tmp/compiled.$$" --duty-cycle 66.5)
+  on_exit "wexec 0 -- rm -f /tmp/compiled.$$"
   line=$(wait_for 0 8431 'j["outcome"] == "figures"')
   assert_eq "$(field "$line" '[c["device_id"] for c in j["chips"]]')" "[0, 1, 2, 3]" "one row per chip it holds"
   assert_eq "$(field "$line" '{c["hbm_total"] for c in j["chips"]}')" "{34088157184}" "v4 HBM per chip"
   assert_eq "$(field "$line" 'j["notes"]')" "[]"
   # Served before the first step: the compile phase is visible at 0%.
   assert_eq "$(field "$line" '[c["duty_cycle_pct"] for c in j["chips"]]')" "[0.0, 0.0, 0.0, 0.0]" "compiling"
+  wexec 0 -- touch "/tmp/compiled.$$"
   wait_for 0 8431 'j["outcome"] == "figures" and j["chips"][0]["duty_cycle_pct"] == 66.5' >/dev/null
   # Training: HBM holds at its final share (62% of the chip, +64 MiB per chip index).
   # Asked again: one probe's usage and duty cycle are separate calls, and the

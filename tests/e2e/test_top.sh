@@ -90,10 +90,13 @@ e2e_case idle_pod "nobody runs anything: libtpu serves nothing, no TPU workload"
 trainer_phases() {
   local pid
   # Compiling at 0%, then training at 70%, HBM held.
-  pid=$(start_trainer_on 0 alice --forever --step-time 0.3 --compile-time 2 --duty-cycle 70)
+  # It compiles until the test has seen it compiling (a file on worker 0 ends the phase).
+  pid=$(start_trainer_on 0 alice --forever --step-time 0.3 --compile-until "/tmp/compiled.$$" --duty-cycle 70)
+  on_exit "wexec 0 -- rm -f /tmp/compiled.$$"
   wait_top alice one 'd["workers"][0]["metrics"] == "figures"'
   assert_eq "$(json_file "$w/top.json" '[c["duty_cycle_pct"] for c in d["workers"][0]["chips"]]')" \
     "[0.0, 0.0, 0.0, 0.0]" "compiling"
+  wexec 0 -- touch "/tmp/compiled.$$"
   wait_top alice one 'd["summary"]["duty_cycle_min_pct"] == 70.0'
   expect_exit 0 b bob --pod one top
   assert_contains "$OUT" "one: duty cycle mean 70.0%, min 70.0% on w0 ($(worker_ip 0)) · HBM 79.1 of 127.0 GiB · 1 of 1 workers with a TPU workload"
