@@ -13,22 +13,9 @@ tag=fakepod-selftest-$$
 
 # Processes that belong to the pod, seen from the host: the unshare parents,
 # everything inside a worker PID namespace (of this pod), and the pod's
-# daemons (API server, forwarder).
+# daemons (API server, forwarder). One python3 pass over /proc (procs.py).
 pod_processes() {
-  local me p ns cmd nss=" "
-  me=$(readlink /proc/self/ns/pid)
-  for p in "$FAKEPOD_STATE"/w*/init.pid; do
-    [[ -r $p ]] && nss+="$(readlink "/proc/$(cat "$p")/ns/pid" 2>/dev/null) "
-  done
-  for p in /proc/[0-9]*; do
-    p=${p#/proc/}
-    ns=$(readlink "/proc/$p/ns/pid" 2>/dev/null) || continue
-    cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
-    if { [[ $ns != "$me" ]] && [[ $nss == *" $ns "* ]]; } || [[ $cmd == "unshare "*"$FAKEPOD_STATE/init.sh"* ]] ||
-      [[ $cmd == *"$FAKEPOD_STATE/lib/"* ]]; then
-      echo "$p $cmd"
-    fi
-  done
+  "$E2E_DIR/procs.py" pod "$FAKEPOD_STATE"
 }
 
 # api_node ZONE NAME EXPR: a Python expression over the node n as the API returns it (or its error).
