@@ -19,6 +19,7 @@ import sys
 
 # tpurun-embed: tokens
 # tpurun-embed: include lib/proc_title.py
+# tpurun-embed: include lib/files_under.py
 
 
 def is_record(rel, st):
@@ -28,17 +29,8 @@ def is_record(rel, st):
 def walk(d):
     """The run's files: (path relative to d, full path, lstat), regular files
     only (a planted symlink is no file of the run) and no temp files."""
-    files = []
-    for top, dirs, names in os.walk(d):
-        for n in names:
-            full = os.path.join(top, n)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and ".tmp" not in n:
-                files.append((os.path.relpath(full, d), full, st))
-    return files
+    return [(os.path.relpath(full, d), full, st) for full, name, st in files_under(d)
+            if stat.S_ISREG(st.st_mode) and ".tmp" not in name]
 
 
 class Mirror:

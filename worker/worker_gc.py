@@ -14,6 +14,7 @@ import stat
 import sys
 
 # tpurun-embed: include lib/proc_title.py
+# tpurun-embed: include lib/files_under.py
 
 proc_title("tpurun-gc")
 root, user, older, dry, now = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
@@ -83,15 +84,8 @@ for name in os.listdir(udir):
         rm_file(path)
     elif name.startswith(".manifest-") and ".tmp-" not in name and not os.path.isdir(os.path.join(udir, name[10:])):
         rm_file(path)
-store = os.path.join(udir, ".objects")
-for top, dirs, files in os.walk(store):
-    for f in files:
-        path = os.path.join(top, f)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-            freed(st)
-            rm_file(path)
+for path, name, st in files_under(os.path.join(udir, ".objects")):
+    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+        freed(st)
+        rm_file(path)
 print("objects %d %d" % (n, size))
