@@ -1,5 +1,5 @@
 # Makes the programs of worker/ into what the build uses (run as `cmake -P`
-# by worker/CMakeLists.txt; ninja inlines its browse.py so):
+# by worker/programs.cmake; ninja inlines its browse.py so):
 #   OUT/worker/NAME          each program with its pieces and tokens in place:
 #                            what runs on a worker, what ctest lints and tests
 #   OUT/worker_programs.cpp  the EMBED programs as string constants
