@@ -294,6 +294,9 @@ def main():
     lock_fd = take_lockfile()
     if not args.ignore_sigterm:
         def on_term(signum, frame):
+            # Once: GNU timeout (and a kill of the process group) can deliver TERM
+            # twice, and a second Stop raised inside the shutdown would lose it.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             raise Stop()
         signal.signal(signal.SIGTERM, on_term)
     dev_fds = None
