@@ -245,8 +245,13 @@ std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::
 }
 
 std::string find_run_dir(const std::string& logs_root, const std::string& user, const std::string& run) {
+  const std::vector<std::string> dirs = list_run_dirs(logs_root, user);
+  if (run == "last" || run == "latest") {
+    if (dirs.empty()) throw std::runtime_error(fmt::format("no runs of {} under {} yet", user, logs_root));
+    return dirs.front();
+  }
   std::vector<std::string> matches, ids;
-  for (const std::string& dir : list_run_dirs(logs_root, user)) {
+  for (const std::string& dir : dirs) {
     std::string id = fs::path(dir).filename();
     ids.push_back(id);
     if (id == run) return dir;
@@ -258,13 +263,6 @@ std::string find_run_dir(const std::string& logs_root, const std::string& user, 
   }
   throw std::runtime_error(fmt::format("no run '{}' of {} under {}{} — `tpurun runs` lists them", run, user,
                                        logs_root, did_you_mean(run, ids)));
-}
-
-std::string resolve_run_dir(const std::string& logs_root, const std::string& user, const std::string& run) {
-  if (run != "last" && run != "latest") return find_run_dir(logs_root, user, run);
-  auto dirs = list_run_dirs(logs_root, user);
-  if (dirs.empty()) throw std::runtime_error(fmt::format("no runs of {} under {} yet", user, logs_root));
-  return dirs.front();
 }
 
 const char* to_string(JobState s) {

@@ -86,10 +86,10 @@ RunRecord read_run_record(const std::string& log_dir);  // throws on a missing/c
 
 // Every run dir of the user, newest first.
 std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::string& user);
-// A run by id or unique prefix; throws with a did-you-mean hint when unknown or ambiguous.
+// The one lookup of a run as a user names it: its id, a unique prefix of it,
+// or "last" (or "latest") for the newest run. Throws with a did-you-mean hint
+// when it names no run or more than one.
 std::string find_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
-// find_run_dir, plus "last" (or "latest") for the newest run.
-std::string resolve_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
 
 enum class JobState { pending, running, exited, lost, unknown };
 const char* to_string(JobState s);
