@@ -28,7 +28,7 @@
 namespace tpurun::cli {
 int parse_grace(const std::string& text) {
   const auto ms = parse_duration(text).count();
-  if (ms > 24 * 3600 * 1000LL) throw UsageError(fmt::format("--grace {}: at most 24h", text));
+  if (ms > kMaxGraceMs) throw UsageError(fmt::format("--grace {}: at most {}", text, format_duration_ms(kMaxGraceMs)));
   return static_cast<int>(ms);
 }
 
@@ -38,7 +38,7 @@ CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
   add_target_options(*cmd, o.target);
   cmd->add_option("--run", o.run,
                   "Only this tpurun run (its id, a unique prefix, or 'last'); your other jobs are left alone");
-  cmd->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL")->default_str("10s");
+  cmd->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL")->capture_default_str();
   cmd->add_flag("--dry-run", o.dry_run, "Show exactly what would be signalled and removed; signal nothing");
   cmd->add_flag("--json", o.json, "Print one JSON record per worker (schema: docs/ownership.md)");
   cmd->add_flag("--force", o.force,

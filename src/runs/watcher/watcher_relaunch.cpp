@@ -128,7 +128,7 @@ void Watcher::began(int next, const LaunchResult& launched, std::unique_ptr<Live
 bool Watcher::preempted_at_end() {
   const RunVerdict verdict = monitor_.state().verdict;
   const bool lost = verdict == RunVerdict::lost;
-  if (!setup_.record.recreate || signalled_ || (!lost && verdict != RunVerdict::failed)) return false;
+  if (!setup_.record.gang.recreate || signalled_ || (!lost && verdict != RunVerdict::failed)) return false;
   vm_checked_ = true;
   RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_);
   if (check.gone.empty()) return false;
