@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "runs/launch/relaunch.hpp"
 #include "runs/watcher/restart_check.hpp"
 #include "runs/watcher/snapshot_again.hpp"
 #include "runs/watcher/watcher_impl.hpp"
@@ -76,7 +77,7 @@ bool Watcher::relaunch(std::unique_ptr<LivenessProber>& prober) {
       const int next = state.attempt + 1;
       // Every worker is reserved first, or the attempt is not launched at
       // all: another stage that took a worker meanwhile is waited for.
-      LaunchResult launched = launch_on_workers(attempt_spec(next), workers_, transport_, setup_.fanout, cancel_);
+      LaunchResult launched = relaunch_on_workers(attempt_spec(next), workers_, transport_, setup_.fanout, cancel_);
       if (launched.not_reserved.empty()) {
         began(next, launched, prober);
         return true;
