@@ -246,7 +246,7 @@ void print_dry_run(const StagePlan& plan, std::FILE* out) {
   const Target& target = plan.target;
   fmt::print(out, "dry run: nothing is staged, created or launched.\n");
   fmt::print(out, "pod '{}': {} of {} workers\n", target.pod.name, target.workers.size(), target.pod.workers.size());
-  if (plan.slices) fmt::print(out, "{}\n", describe_multislice(target.pod, *plan.slices));
+  if (plan.slices) fmt::print(out, "{}\n", multislice_text(target.pod, *plan.slices));
   for (const Worker& w : target.workers) fmt::print(out, "  {}\n", w.display());
   fmt::print(out, "snapshot of {} into {}/{}/<yymmddHHMMSS>-<rand>-<sha>-code\n", plan.source_dir,
              target.pod.staging_root, plan.user);

@@ -33,7 +33,7 @@ std::vector<int> worker_indices(const RunRecord& r) {
   return out;
 }
 
-std::string describe_exit(int code) {
+std::string exit_code_text(int code) {
   if (code > 128 && code < 128 + 65) return fmt::format("killed by SIG{}", signal_abbrev(code - 128));
   return fmt::format("exited {}", code);
 }
@@ -95,13 +95,13 @@ void GangMonitor::update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Tim
                          !(failed_this_attempt_ && state_.first_failure->worker == w.worker);
     if (stopped) {
       w.state = WorkerState::stopped;
-      w.detail = fmt::format("stopped by tpurun ({})", describe_exit(*s.exit_code));
+      w.detail = fmt::format("stopped by tpurun ({})", exit_code_text(*s.exit_code));
     } else if (*s.exit_code == 0) {
       w.state = WorkerState::succeeded;
       w.detail = "exited 0";
     } else {
       w.state = WorkerState::failed;
-      w.detail = describe_exit(*s.exit_code);
+      w.detail = exit_code_text(*s.exit_code);
       note_failure(w, s.exited_at.value_or(now), std::nullopt);
     }
     return;

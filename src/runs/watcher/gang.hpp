@@ -130,6 +130,6 @@ class GangMonitor {
 };
 
 // "killed by SIGTERM" for 143, "exited 3" for 3.
-std::string describe_exit(int code);
+std::string exit_code_text(int code);
 
 }  // namespace tpurun
