@@ -323,7 +323,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   }
 
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  const StagedRun run = carry_out(plan, ctx, printer);
+  const StagedRun run = start_run(plan, ctx, printer);
   const size_t launched = run.launched.outcomes.size();
   if (run.running.size() < launched) {
     print_failure_summary(printer, run.launched.outcomes);

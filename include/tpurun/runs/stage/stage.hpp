@@ -1,8 +1,8 @@
 #pragma once
 // A stage, start to launch: the CLI turns its flags into a StageRequest,
 // plan_stage() resolves where the run goes and checks everything that needs
-// no change, and carry_out() does it: preflight, snapshot, log dir and run
-// record, the watcher, the launch on every worker.
+// no change, and start_run() starts the run it plans: preflight, snapshot,
+// log dir and run record, the watcher, the launch on every worker.
 #include <chrono>
 #include <map>
 #include <optional>
@@ -64,6 +64,6 @@ struct StagedRun {
 // starts the run's watcher, then launches on every worker. A worker where
 // the job did not start gets exit record 255 so the watcher counts it as
 // failed. Throws (nothing launched) when a step before the launch fails.
-StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer);
+StagedRun start_run(const StagePlan& plan, Context& ctx, LinePrinter& printer);
 
 }  // namespace tpurun

@@ -1,8 +1,8 @@
-// A stage carried out: the workers reserved and their TPUs judged (while the
-// snapshot is built), the log dir and run record, the watcher, then the
-// launch on every worker at once. Until the launch nothing has started
-// anywhere, and Ctrl-C (or SIGTERM) gives everything up; from the launch
-// on, every worker is launched and the stage detaches.
+// A planned stage started as a run: the workers reserved and their TPUs
+// judged (while the snapshot is built), the log dir and run record, the
+// watcher, then the launch on every worker at once. Until the launch nothing
+// has started anywhere, and Ctrl-C (or SIGTERM) gives everything up; from the
+// launch on, every worker is launched and the stage detaches.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <fcntl.h>
@@ -202,7 +202,7 @@ void record_cancelled(const RunRecord& record) {
 
 }  // namespace
 
-StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
+StagedRun start_run(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   const StageRequest& r = plan.request;
   const PodConfig& pod = plan.target.pod;
   // Roots on this host's own disk (no shared mount, or the local pod): made
