@@ -28,7 +28,9 @@
 namespace tpurun::cli {
 int parse_grace(const std::string& text) {
   const auto ms = parse_duration(text).count();
-  if (ms > kMaxGraceMs) throw UsageError(fmt::format("--grace {}: at most {}", text, format_duration_ms(kMaxGraceMs)));
+  if (ms > kMaxGraceMs) {
+    throw UsageError(fmt::format("--grace {}: at most {}", text, format_duration_ms(kMaxGraceMs)));
+  }
   return static_cast<int>(ms);
 }
 

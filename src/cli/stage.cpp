@@ -260,7 +260,8 @@ void print_dry_run(const StagePlan& plan, std::FILE* out) {
   if (recreate.empty()) return;
   fmt::print(out, "if TPU VM {} is PREEMPTED, TERMINATED or deleted (--recreate, at most {} time{}), the run's "
                   "watcher runs:\n",
-             target.pod.gcloud->name, plan.request.gang.max_preemptions, plan.request.gang.max_preemptions == 1 ? "" : "s");
+             target.pod.gcloud->name, plan.request.gang.max_preemptions,
+             plan.request.gang.max_preemptions == 1 ? "" : "s");
   for (const auto& argv : recreate) fmt::print(out, "  {}\n", shell_display(argv));
   if (target.pod.setup_script.empty()) {
     fmt::print(out, "  (no \"setup\" script for pod '{}': nothing is set up on the new VM)\n", target.pod.name);

@@ -19,7 +19,9 @@ LaunchResult relaunch_on_workers(const LaunchSpec& spec, const std::vector<Worke
   LaunchResult result;
   result.not_reserved = reservations.busy_lines();
   for (const WorkerReservation& w : reservations.workers()) {
-    if (w.state == ReserveState::failed) result.not_reserved.push_back(fmt::format("{}: {}", w.worker.display(), w.error));
+    if (w.state == ReserveState::failed) {
+      result.not_reserved.push_back(fmt::format("{}: {}", w.worker.display(), w.error));
+    }
     WorkerOutcome outcome;
     outcome.worker = w.worker;
     outcome.result = TransportError{ErrorKind::channel, "not launched: not every worker could be reserved"};

@@ -282,7 +282,9 @@ StagedRun start_run(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
                              "its image and metadata give it (no packages, no shared mount); see docs/runs.md",
                              pod.name));
   }
-  if (!r.env.empty() && (r.gang.restarts > 0 || r.gang.recreate)) save_kept_env(kept_env_dir(ctx.env), run.record.run_id, r.env);
+  if (!r.env.empty() && (r.gang.restarts > 0 || r.gang.recreate)) {
+    save_kept_env(kept_env_dir(ctx.env), run.record.run_id, r.env);
+  }
   printer.note(fmt::format("run {} → {}", run.record.run_id, run.record.log_dir));
   if (ctx.cancel.cancelled()) {
     record_cancelled(run.record);

@@ -69,7 +69,8 @@ std::optional<StallWatch::Stalled> StallWatch::look() {
   stalled_since_ = format_utc_time(*since);
   const std::string detail =
       fmt::format("stalled: every worker at 0% duty cycle and no new log line since {}", stalled_since_);
-  say_(fmt::format("{} (--stall-after {}s, on stall: {})", detail, record_.gang.stall_after_ms / 1000, record_.gang.on_stall));
+  say_(fmt::format("{} (--stall-after {}s, on stall: {})", detail, record_.gang.stall_after_ms / 1000,
+                   record_.gang.on_stall));
   if (record_.gang.on_stall == "report") return std::nullopt;
   return Stalled{now, detail, record_.gang.on_stall == "restart"};
 }

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
 #include <vector>
 
 #include "tpurun/pod/slices.hpp"
