@@ -16,7 +16,7 @@ set(TPURUN_UNITY_SKIP_SRC
   runs/watcher/restart_check.cpp runs/watcher/restart_codes.cpp
   staging/push.cpp staging/size_guard.cpp staging/snapshot.cpp staging/snapshot_build.cpp
   staging/snapshot_name.cpp staging/tree_walk.cpp staging/worker_gc.cpp
-  tpu/fd_walk_script.cpp tpu/stale_lock.cpp tpu/kill_script.cpp tpu/kill_workers.cpp
+  tpu/stale_lock.cpp tpu/kill_workers.cpp
   tpu/scan_script.cpp tpu/profile_listener.cpp
   ui/status_table.cpp ui/top_watch.cpp)
 

@@ -1,6 +1,6 @@
-// What doctor asks each worker: one POSIX-sh script (ids, sudo, devices, the
-// shared roots and the probe file, the clock, /tmp), then the TPU scan on the
-// same connection.
+// What doctor asks each worker: worker/doctor_probe.sh (ids, sudo, devices,
+// the shared roots and the probe file, the clock, /tmp, the Python stack),
+// then the TPU scan on the same connection.
 #include "tpurun/doctor/doctor.hpp"
 
 #include <chrono>
@@ -9,58 +9,10 @@
 #include "tpurun/fanout/fanout.hpp"
 #include "tpurun/staging/push.hpp"
 #include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/worker/programs.hpp"
 
 namespace tpurun {
 namespace {
-
-// Output, one record per line: uid N | gid N | user NAME | sudo yes|no |
-// device PATH | root PRESENT FSTYPE PATH | probe seen|different|unreadable|missing |
-// time NANOSECONDS | tmpfree KIB | versions PYTHON JAX JAXLIB LIBTPU | end
-const char* const kFactsScript = R"sh(probe=$1 token=$2 nroots=$3
-shift 3
-echo "uid $(id -u)"
-echo "gid $(id -g)"
-echo "user $(id -un)"
-if sudo -n true 2>/dev/null; then echo "sudo yes"; else echo "sudo no"; fi
-i=0
-while [ "$i" -lt "$nroots" ]; do
-  r=$1; shift; i=$((i + 1))
-  if [ -d "$r" ]; then echo "root 1 $(stat -f -c %T "$r" 2>/dev/null || echo ?) $r"; else echo "root 0 - $r"; fi
-done
-for g in "$@"; do
-  for f in $g; do [ -e "$f" ] && echo "device $f"; done
-done
-if [ -n "$probe" ]; then
-  if [ -r "$probe" ]; then
-    if [ "$(cat "$probe")" = "$token" ]; then echo "probe seen"; else echo "probe different"; fi
-  elif [ -e "$probe" ]; then echo "probe unreadable"
-  else
-    d=${probe%/*}
-    while [ -n "$d" ] && [ ! -e "$d" ]; do d=${d%/*}; done
-    if [ -n "$d" ] && [ -d "$d" ] && [ ! -x "$d" ]; then echo "probe unreadable"; else echo "probe missing"; fi
-  fi
-fi
-if [ -n "${localroot:-}" ]; then
-  mkdir -p "$localroot" 2>/dev/null
-  if [ -d "$localroot" ] && [ -w "$localroot" ]; then w=1; else w=0; fi
-  echo "localroot $w $(df -Pk "$localroot" 2>/dev/null | awk 'NR == 2 { print $4 }')"
-fi
-echo "time $(date +%s%N)"
-df -Pk /tmp 2>/dev/null | awk 'NR == 2 { print "tmpfree", $4 }'
-command -v python3 >/dev/null 2>&1 && python3 - 2>/dev/null <<'PY'
-import sys
-from importlib import metadata
-def v(*names):
-    for n in names:
-        try:
-            return metadata.version(n)
-        except Exception:
-            pass
-    return "-"
-print("versions", sys.version.split()[0], v("jax"), v("jaxlib"), v("libtpu", "libtpu-nightly"))
-PY
-echo end
-)sh";
 
 long long now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -76,7 +28,7 @@ RemoteCommand doctor_facts_command(const DoctorProbe& probe) {
   args.insert(args.end(), probe.device_globs.begin(), probe.device_globs.end());
   std::string line = shell_join(args);
   if (!probe.local_root.empty()) line = "localroot=" + remote_path_word(probe.local_root) + " " + line;
-  return RemoteCommand{line, kFactsScript, 30000};
+  return RemoteCommand{line, std::string(worker::kDoctorProbeSh), 30000};
 }
 
 bool parse_doctor_facts(const std::string& out, const DoctorProbe& probe, WorkerFacts& facts,

@@ -11,6 +11,7 @@
 
 #include "tpurun/doctor/uids.hpp"
 #include "tpurun/fanout/gather.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 namespace {
@@ -135,8 +136,8 @@ void judge_worker(const LocalFacts& local, const WorkerFacts& w, Findings& out) 
   }
   if (w.tmp_free_kib >= 0 && w.tmp_free_kib < kTmpWarnKiB) {
     out.add(Severity::warning, "tmp", i, fmt::format("only {} MiB free in /tmp", w.tmp_free_kib / 1024),
-            "libtpu and compilers write there: remove old files in /tmp (tpurun kill removes a stale "
-            "/tmp/tpu_logs)");
+            fmt::format("libtpu and compilers write there: remove old files in /tmp (tpurun kill removes a stale "
+                        "{})", worker::kTpuLogsDir));
   }
 }
 

@@ -9,16 +9,16 @@
 #include <fmt/format.h>
 #include <sstream>
 
-#include "staging/push_script.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/util/duration.hpp"
 #include "tpurun/util/unique_fd.hpp"
+#include "tpurun/worker/programs.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kTag = "TPURUN-PUSH ";
 constexpr std::chrono::seconds kAnswerWait{120};  // ample for stat-ing or linking 10k files there
 
 std::string trim(std::string text) {
@@ -28,11 +28,10 @@ std::string trim(std::string text) {
   return text.substr(start);
 }
 
-// What the worker said, for a message: "TPURUN-PUSH error why" -> "why".
+// What the worker said, for a message: "<kPushError> why" -> "why".
 std::string answer_text(const std::string& line) {
-  std::string text = line.starts_with(kTag) ? line.substr(std::string(kTag).size()) : line;
-  if (text.starts_with("error ")) text.erase(0, 6);
-  return trim(text);
+  const std::string error = std::string(worker::kPushError) + " ";
+  return trim(line.starts_with(error) ? line.substr(error.size()) : line);
 }
 
 // Reads whole lines from the worker; the answer lines are short.
@@ -79,16 +78,22 @@ class LineReader {
   size_t start_ = 0;
 };
 
-// "TPURUN-PUSH have DIR[\0LOGDIR]": the paths, a NUL between them (a
-// project's dir name, and so its log dir, may hold spaces).
+// "<kPushHave> DIR[\0LOGDIR]": the paths, a NUL between them (a project's
+// dir name, and so its log dir, may hold spaces).
 bool parse_have(const std::string& line, PushResult& result) {
-  const std::string head = std::string(kTag) + "have ";
+  const std::string head = std::string(worker::kPushHave) + " ";
   if (!line.starts_with(head)) return false;
   const std::string rest = line.substr(head.size());
   const size_t nul = rest.find('\0');
   result.staged_dir = rest.substr(0, nul);
   result.log_dir = nul == std::string::npos ? "" : rest.substr(nul + 1);
   return !result.staged_dir.empty();
+}
+
+// "<head> A B": the two numbers of a worker's answer.
+bool answer_is(const std::string& line, const char* head, unsigned long long& a, unsigned long long& b) {
+  const std::string prefix = std::string(head) + " ";
+  return line.starts_with(prefix) && std::sscanf(line.c_str() + prefix.size(), "%llu %llu", &a, &b) == 2;
 }
 
 std::string manifest_of(const StagedSnapshot& snapshot) {
@@ -99,7 +104,7 @@ std::string manifest_of(const StagedSnapshot& snapshot) {
     text += e.path;
     text += e.link_target;
   }
-  return fmt::format("M {} {}\n", snapshot.entries.size(), text.size()) + text;
+  return fmt::format("{} {} {}\n", worker::kPushManifest, snapshot.entries.size(), text.size()) + text;
 }
 
 // Writes to the worker in large pieces: a small file's header and bytes
@@ -170,27 +175,10 @@ std::string remote_path_word(const std::string& path) {
 }
 
 std::string have_command(const StagedSnapshot& snapshot, const PushTarget& target) {
-  // The python side's have() and log_dir(), in sh: the .tree link names this
-  // snapshot, which is a real dir (its time touched for gc); the log dirs
-  // are made 0700 and must be the user's own, closed to others' writes.
-  std::string cmd = fmt::format(
-      "d={}/{}; n={}; "
-      "if [ \"$(readlink \"$d/.tree-{}\" 2>/dev/null)\" = \"$n\" ] && [ -d \"$d/$n\" ] && [ ! -L \"$d/$n\" ] "
-      "&& touch -c \"$d/$n\" 2>/dev/null; then ",
-      remote_path_word(target.staging_root), shell_quote(target.user), shell_quote(snapshot.name), snapshot.tree_hash);
-  if (target.run_id.empty()) {
-    cmd += "printf 'TPURUN-PUSH have %s\\n' \"$d/$n\"; ";
-  } else {
-    cmd += fmt::format(
-        "l={}; u=\"$l\"/{}; p=\"$u\"/{}; x=\"$p\"/{}; mkdir -p \"$l\" 2>/dev/null; "
-        "(umask 077; mkdir \"$u\" \"$p\" \"$x\" 2>/dev/null); ok=1; "
-        "for y in \"$u\" \"$p\" \"$x\"; do [ -d \"$y\" ] && [ ! -L \"$y\" ] && [ -O \"$y\" ] || ok=; done; "
-        "if [ -n \"$ok\" ] && [ -z \"$(find \"$u\" \"$p\" \"$x\" -maxdepth 0 -perm /022 2>&1)\" ]; "
-        "then printf 'TPURUN-PUSH have %s\\000%s\\n' \"$d/$n\" \"$x\"; else echo \"TPURUN-PUSH need\"; fi; ",
-        remote_path_word(target.logs_root), shell_quote(target.user), shell_quote(target.project),
-        shell_quote(target.run_id));
-  }
-  return cmd + "else echo \"TPURUN-PUSH need\"; fi";
+  std::string args = "set -- " + remote_path_word(target.staging_root) + " " + remote_path_word(target.logs_root) +
+                     " " + shell_join({target.user, snapshot.name, snapshot.tree_hash});
+  if (!target.run_id.empty()) args += " " + shell_join({target.project, target.run_id});
+  return args + "\n" + std::string(worker::kPushHaveSh);
 }
 
 std::optional<PushResult> parse_have_answer(const std::string& out) {
@@ -226,10 +214,11 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Push
   std::vector<std::string> words = {remote_path_word(target.staging_root), remote_path_word(target.logs_root),
                                     shell_join({target.user, snapshot.name, snapshot.tree_hash})};
   if (!target.run_id.empty()) words.push_back(shell_join({target.project, target.run_id}));
-  const std::string command = python3_command(staging::push_worker_program(), words);
-  auto opened = connection.open_exec(command, cancel);
+  const RemoteCommand command = python3_command(worker::kPushPy, words);
+  auto opened = connection.open_exec(command.command_line, cancel);
   if (!opened) return unexpected(opened.error().message);
   ExecStream& stream = **opened;
+  if (auto error = stream.write(command.stdin_data)) return unexpected(error->message);
   LineReader reader(stream, cancel);
   PushResult result;
   // A new snapshot (a new name) is on no worker yet: its manifest goes at
@@ -244,7 +233,7 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Push
     result.had = true;
     return result;
   }
-  if (*first != std::string(kTag) + "need") return unexpected(answer_text(*first));
+  if (*first != worker::kPushNeed) return unexpected(answer_text(*first));
   const auto started = Clock::now();
   auto ms_since = [](Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -255,11 +244,11 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Push
   auto answer = reader.line();
   if (!answer) return unexpected(answer.error());
   unsigned long long count = 0, need = 0, free = 0;
-  if (std::sscanf(answer->c_str(), "TPURUN-PUSH nospace %llu %llu", &need, &free) == 2) {
+  if (answer_is(*answer, worker::kPushNospace, need, free)) {
     return unexpected(fmt::format("no room for the snapshot under {}: {} needed, {} free (tpurun gc, or free space "
                                   "on the worker's disk)", target.staging_root, human_size(need), human_size(free)));
   }
-  if (std::sscanf(answer->c_str(), "TPURUN-PUSH missing %llu %llu", &count, &need) != 2) {
+  if (!answer_is(*answer, worker::kPushMissing, count, need)) {
     return unexpected(answer_text(*answer));
   }
   const auto asked = Clock::now();
@@ -279,7 +268,7 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Push
       last_keepalive = Clock::now();
     }
   }
-  if (auto error = out.add("E\n")) return unexpected(error->message);
+  if (auto error = out.add(std::string(worker::kPushEnd) + "\n")) return unexpected(error->message);
   if (auto error = out.flush()) return unexpected(error->message);
   const auto sent_all = Clock::now();
   auto built = reader.line();

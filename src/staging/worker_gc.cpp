@@ -4,88 +4,9 @@
 
 #include "tpurun/staging/push.hpp"
 #include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/worker/programs.hpp"
 
 namespace tpurun {
-namespace {
-
-// argv: ROOT USER OLDER_THAN_S DRY_RUN NOW [KEEP...]. Prints "removed NAME",
-// "objects N BYTES", "error WHY". Snapshots (read-only dirs) are made
-// writable before removal, and their kept manifests go with them; the
-// content freed is each removed file that no other snapshot links (one
-// link). The .objects/ store of earlier builds loses what nothing links.
-constexpr const char* kProgram = R"PY(
-import os, re, shutil, stat, sys
-root, user, older, dry, now = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
-keep = set(sys.argv[6:])
-udir = os.path.join(root, user)
-n = size = 0
-def freed(st):
-    global n, size
-    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-        n += 1; size += st.st_size
-def rm_tree(path, count):
-    for top, dirs, files in os.walk(path):
-        if not dry:
-            os.chmod(top, 0o700)
-        for f in files:  # each counted as it goes: a file two removed snapshots share counts once
-            p = os.path.join(top, f)
-            try:
-                if count:
-                    freed(os.lstat(p))
-                if not dry:
-                    os.unlink(p)
-            except OSError:
-                pass
-    if not dry:
-        shutil.rmtree(path)
-def rm_file(path):
-    if not dry:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-try:
-    st = os.lstat(udir)
-except FileNotFoundError:
-    print("objects 0 0"); sys.exit(0)
-if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-    print("error %s is not your own dir" % udir); sys.exit(0)
-snap = re.compile(r"^[0-9]{12}-[a-z0-9]{6}-[0-9a-z]+-code$")
-for name in sorted(os.listdir(udir)):
-    path = os.path.join(udir, name)
-    try:
-        age = now - os.lstat(path).st_mtime
-    except OSError:
-        continue
-    if name.startswith(".tmp-") and age > 3600:
-        rm_tree(path, False)
-    elif ".tmp-" in name and name.startswith((".manifest-", ".tree-")) and age > 3600:
-        rm_file(path)
-    elif snap.match(name) and age > older and name not in keep:
-        print("removed " + name)
-        rm_tree(path, True)
-        rm_file(os.path.join(udir, ".manifest-" + name))
-for name in os.listdir(udir):
-    path = os.path.join(udir, name)
-    if name.startswith(".tree-") and not os.path.exists(path):
-        rm_file(path)
-    elif name.startswith(".manifest-") and ".tmp-" not in name and not os.path.isdir(os.path.join(udir, name[10:])):
-        rm_file(path)
-store = os.path.join(udir, ".objects")
-for top, dirs, files in os.walk(store):
-    for f in files:
-        path = os.path.join(top, f)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-            freed(st)
-            rm_file(path)
-print("objects %d %d" % (n, size))
-)PY";
-
-}  // namespace
 
 WorkerGcReport collect_garbage_on(Connection& connection, const std::string& staging_root, const GcRequest& request,
                                   const CancelToken& cancel) {
@@ -94,10 +15,12 @@ WorkerGcReport collect_garbage_on(Connection& connection, const std::string& sta
                                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                                       request.now.time_since_epoch()).count())};
   for (const auto& [name, runs] : request.in_use) args.push_back(name);
-  const std::string command = python3_command(kProgram, {remote_path_word(staging_root), shell_join(args)});
+  // worker/worker_gc.py (docs/protocols.md).
+  RemoteCommand command = python3_command(worker::kWorkerGcPy, {remote_path_word(staging_root), shell_join(args)});
+  command.timeout_ms = 600000;
   CaptureSink sink;
   WorkerGcReport report;
-  auto ran = connection.run(RemoteCommand{command, "", 600000}, sink, cancel);
+  auto ran = connection.run(command, sink, cancel);
   if (!ran) {
     report.error = ran.error().message;
     return report;

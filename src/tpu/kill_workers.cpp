@@ -5,9 +5,11 @@
 
 #include <sstream>
 
-#include "tpu/scripts.hpp"
+#include "tpu/script_command.hpp"
 #include "tpurun/fanout/fanout.hpp"
 #include "tpurun/tpu/kill.hpp"
+#include "tpurun/worker/programs.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 
@@ -24,18 +26,18 @@ RemoteCommand build_kill_command(const KillPlan& plan, int grace_ms) {
   // Only --force signals with root; otherwise the kernel itself guarantees
   // that no other user's process can be hit.
   const auto privilege = plan.needs_root ? tpu::Privilege::root : tpu::Privilege::login_user;
-  return {tpu::script_command_line(privilege, args), tpu::kill_script()};
+  return {tpu::script_command_line(privilege, args), std::string(worker::kKillSh)};
 }
 
 namespace {
 
-// Reads TPURUN-KILL 1 into the report. False when the script did not finish.
+// Reads kill.sh's answer into the report. False when the script did not finish.
 bool read_kill_output(const std::string& out, WorkerKill& report) {
   std::istringstream lines(out);
   std::string line;
   bool header = false;
   while (std::getline(lines, line)) {
-    if (line == "TPURUN-KILL 1") {
+    if (line == worker::kKillHeader) {
       header = true;
       continue;
     }

@@ -1,45 +1,21 @@
 // Who serves the profiler port on a worker, asked before `tpurun profile`
-// calls it: the kernel's socket table gives the listener's owner to anyone
-// (/proc/net/tcp{,6}: local address, state 0A = LISTEN, uid, inode); for the
-// user's own listener, the process holding that socket and its run
-// (TPURUN_RUN_ID in its environment, readable by its owner). So a profile
-// never reaches another user's server, nor a job of another of one's runs.
+// calls it (worker/profile_listener.sh): its owner, and for the user's own
+// listener, its process and run. So a profile never reaches another user's
+// server, nor a job of another of one's runs. It runs as the login user:
+// sudo would make every listener "other".
 #include <fmt/format.h>
 
 #include <sstream>
 
-#include "tpu/scripts.hpp"
+#include "tpu/script_command.hpp"
 #include "tpurun/tpu/profile.hpp"
+#include "tpurun/worker/programs.hpp"
 
 namespace tpurun {
-namespace {
-
-// Answers one line: "none", "listener UID USER other", or
-// "listener UID USER mine PID|- RUN_ID|-". Runs as the login user: sudo would
-// make every listener "other".
-constexpr const char* kListenerScript = R"SH(# tpurun profiler port (TPURUN-LISTENER 1)
-PATH=/usr/sbin:/usr/bin:/sbin:/bin; LC_ALL=C; export PATH LC_ALL
-hex=$(printf '%04X' "$1")
-line=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
-  awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { print $8, $10; exit }')
-if [ -z "$line" ]; then echo none; exit 0; fi
-set -- $line
-uid=$1 inode=$2
-user=$(getent passwd "$uid" | cut -d: -f1)
-if [ "$uid" != "$(id -u)" ]; then echo "listener $uid ${user:--} other"; exit 0; fi
-pid=$(ls -l /proc/[0-9]*/fd 2>/dev/null | awk -v s="socket:[$inode]" '
-  /^\/proc\/[0-9]+\/fd:$/ { split($0, a, "/"); p = a[3]; next }
-  $NF == s { print p; exit }')
-run=
-[ -n "$pid" ] && run=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^TPURUN_RUN_ID=//p' | head -n 1)
-echo "listener $uid ${user:--} mine ${pid:--} ${run:--}"
-)SH";
-
-}  // namespace
 
 RemoteCommand build_listener_command(int port) {
   RemoteCommand command{tpu::script_command_line(tpu::Privilege::login_user, {std::to_string(port)}),
-                        kListenerScript};
+                        std::string(worker::kProfileListenerSh)};
   command.timeout_ms = 15000;
   return command;
 }

@@ -1,4 +1,4 @@
-// Reading the scan's line protocol (TPURUN-SCAN 1, see scan_script.cpp).
+// Reading the scan's line protocol (worker/scan.sh; docs/protocols.md).
 // The output may hold anything a process put in its argv, so parsing is
 // strict about structure and never trusts a field's shape.
 #include <fmt/format.h>
@@ -9,11 +9,12 @@
 #include <set>
 
 #include "tpurun/tpu/scan.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 namespace {
 
-constexpr std::string_view kHeader = "TPURUN-SCAN 1";
+constexpr std::string_view kHeader = worker::kScanHeader;
 
 // Splits off `count` whitespace-separated fields; `rest` gets what follows
 // the last one (leading blanks removed). False when there are fewer fields.
@@ -87,7 +88,7 @@ class ScanParser {
     }
     // Anything before the header is noise from the login shell's rc files.
     auto header = std::find(lines.begin(), lines.end(), kHeader);
-    if (header == lines.end()) return fail(0, "no 'TPURUN-SCAN 1' header in the scan's output");
+    if (header == lines.end()) return fail(0, fmt::format("no '{}' header in the scan's output", kHeader));
     size_t n = static_cast<size_t>(header - lines.begin()) + 1;
     std::string block;  // inside "begin X" ... "end X": lines of X without the keyword
     for (; n < lines.size(); ++n) {
@@ -195,10 +196,11 @@ class ScanParser {
     return {};
   }
 
-  // "/proc/PID/environ:TPURUN_RUN_ID=VALUE", as grep -H prints it. Anything
+  // "/proc/PID/environ:<the run id variable>=VALUE", as grep -H prints it. Anything
   // else is a value's own text (newlines were made spaces) and is skipped.
   void run_id_line(std::string_view line) {
-    constexpr std::string_view prefix = "/proc/", key = "/environ:TPURUN_RUN_ID=";
+    constexpr std::string_view prefix = "/proc/";
+    static const std::string key = fmt::format("/environ:{}=", worker::kRunIdVariable);
     if (line.substr(0, prefix.size()) != prefix) return;
     size_t key_at = line.find(key);
     int pid = 0;

@@ -4,8 +4,10 @@
 
 #include <sstream>
 
-#include "tpu/scripts.hpp"
+#include "tpu/script_command.hpp"
 #include "tpurun/tpu/kill.hpp"
+#include "tpurun/worker/programs.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 
@@ -18,7 +20,7 @@ Result<CleanupResult, TransportError> run_cleanup(Connection& connection, const 
                                 plan.remove_tpu_logs ? "1" : "0"};
   args.insert(args.end(), device_globs.begin(), device_globs.end());
   const auto privilege = plan.needs_root ? tpu::Privilege::root : tpu::Privilege::login_user;
-  RemoteCommand command{tpu::script_command_line(privilege, args), tpu::clean_script()};
+  RemoteCommand command{tpu::script_command_line(privilege, args), std::string(worker::kCleanSh)};
   CaptureSink sink;
   auto exit = connection.run(command, sink, cancel);
   if (!exit) return unexpected(exit.error());
@@ -27,7 +29,7 @@ Result<CleanupResult, TransportError> run_cleanup(Connection& connection, const 
   std::string line;
   bool header = false, end = false;
   while (std::getline(lines, line)) {
-    if (line == "TPURUN-CLEAN 1") {
+    if (line == worker::kCleanHeader) {
       header = true;
       continue;
     }

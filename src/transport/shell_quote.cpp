@@ -46,10 +46,15 @@ std::string shell_display(const std::vector<std::string>& argv) {
   return joined;
 }
 
-std::string python3_command(std::string_view program, const std::vector<std::string>& words) {
-  std::string command = "exec python3 -I -S -c " + shell_quote(program);
-  for (const auto& word : words) command += " " + word;
-  return command;
+RemoteCommand python3_command(std::string_view program, const std::vector<std::string>& words) {
+  std::string line = "exec python3 -I -S /dev/fd/3";
+  for (const auto& word : words) line += " " + word;
+  // dd takes exactly the program's bytes from stdin (fullblock: it reads
+  // until it has them, and no further), so what follows them is the
+  // program's own input; the heredoc hands them to python3 as a file.
+  line += " 3<<TPURUN_PROGRAM\n$(exec dd bs=" + std::to_string(program.size()) +
+          " count=1 iflag=fullblock 2>/dev/null)\nTPURUN_PROGRAM";
+  return {line, std::string(program)};
 }
 
 }  // namespace tpurun

@@ -85,32 +85,15 @@ fail_on_worker_job() {  # WORKER CODE
 }
 
 # freeze_worker I / thaw_worker I: SIGSTOP / SIGCONT every process in worker
-# I's PID namespace (sshd included: TCP stays open, nothing answers).
-_ns_pids() {
-  local init ns p
-  init=$(cat "$FAKEPOD_STATE/w$1/init.pid")
-  ns=$(readlink "/proc/$init/ns/pid")
-  for p in /proc/[0-9]*; do
-    if [[ $(readlink "$p/ns/pid" 2>/dev/null) == "$ns" ]]; then echo "${p#/proc/}"; fi
-  done
-}
-# One sweep is not enough: a process forked while it runs (an sshd session
-# being set up) escapes it, and that session then answers the watcher's
-# probes for a "frozen" worker. Sweep until every process is stopped.
+# I's PID namespace (sshd included: TCP stays open, nothing answers). One sweep
+# is not enough: a process forked while it runs (an sshd session being set up)
+# escapes it, and that session then answers the watcher's probes for a
+# "frozen" worker; procs.py sweeps until every process is stopped (bounded).
 freeze_worker() {
   on_exit "thaw_worker $1"
-  local running p
-  for _ in $(seq 100); do
-    _ns_pids "$1" | xargs -r kill -STOP
-    running=""
-    for p in $(_ns_pids "$1"); do
-      case $(ps -o stat= -p "$p" 2>/dev/null) in T* | Z* | "") ;; *) running+=" $p" ;; esac
-    done
-    [[ -z $running ]] && return 0
-    sleep 0.1
-  done
-  fail "w$1 not frozen: still running after SIGSTOP:$running"
+  local why
+  why=$("$E2E_DIR/procs.py" freeze "$(cat "$FAKEPOD_STATE/w$1/init.pid")") || fail "w$1 not frozen: $why"
 }
 thaw_worker() {
-  _ns_pids "$1" | xargs -r kill -CONT
+  "$E2E_DIR/procs.py" thaw "$(cat "$FAKEPOD_STATE/w$1/init.pid")"
 }

@@ -57,8 +57,12 @@ doctor_own_disks() {
 e2e_case doctor_own_disks "doctor checks each worker's own disk, not a shared mount"
 
 restage_sends_nothing() {
+  # Whether this stage re-reads the files or its stat cache already trusts
+  # them depends on how long ago the project was written (racy-clean files are
+  # read again): either way nothing goes to the workers.
   expect_exit 0 tpurun_as alice -C "$proj" stage -- true
-  assert_contains "$ERR" "sent 0 files (0 B)"
+  [[ $ERR == *"sent 0 files (0 B)"* || $ERR == *"every worker had snapshot"* ]] ||
+    fail "the re-stage sent something: $ERR"
   expect_exit 0 tpurun_as alice -C "$proj" stage -- true  # now the stat cache trusts the files
   assert_contains "$ERR" "every worker had snapshot"
 }

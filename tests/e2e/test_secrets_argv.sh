@@ -42,4 +42,25 @@ kept_values() {
 }
 e2e_case kept_values "the kept --env values are the user's alone (0600), and gone when the run ends" --needs secret_not_in_argv
 
+# What a worker's process list shows during a run: the job's wrapper by a
+# short name, and no program of tpurun's (they travel on stdin) in any argv.
+short_names_in_ps() {
+  local run dir i args text
+  run=$(stage_detached alice "$proj" -- sh -c 'exec sleep 61')
+  dir=$(srv "$logs/$run")
+  for i in 0 7; do
+    wait_until "w$i's job to run" 120 eval '[[ $(wexec "$i" -- ps -eww -o args) == *"sleep 61"* ]]'
+    args=$(wexec "$i" -- ps -eww -o args)
+    assert_contains "$args" "tpurun-job $run w$i" "the job's wrapper on w$i"
+    for text in "perl -e" "python3 -I -S -c" "use strict" "sysread" "import os" "job_env" "TPURUN_JOB_WRAPPER"; do
+      assert_not_contains "$args" "$text" "program text in an argv on w$i"
+    done
+  done
+  # kill spares the wrapper (it has no run id): it records how the job ended.
+  expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 1s
+  wait_verdict alice "$run" stopped
+  assert_eq "$(cat "$dir/worker7.exit")" "143" "the wrapper's exit record of the killed job"
+}
+e2e_case short_names_in_ps "during a run, ps on a worker shows the wrapper as tpurun-job RUN wN and no program text"
+
 e2e_run

@@ -1,6 +1,6 @@
 #pragma once
 // tpurun doctor: what stands between this host and a working run on every
-// worker, each problem with its fix. Facts are gathered (one small script
+// worker, each problem with its fix. Facts are gathered (worker/doctor_probe.sh
 // and a TPU scan per worker, a few local looks), then judged by a pure
 // function, so the rules are unit-tested on plain values.
 #include <optional>

@@ -3,7 +3,7 @@
 // with no shared mount): the worker keeps an object store of its own, so a
 // stage sends only the content it lacks, over the SSH session the stage
 // already holds. An unchanged tree costs one round trip. On the worker the
-// snapshot is whole or absent (push_script.cpp has the worker's side).
+// snapshot is whole or absent (worker/push.py is the worker's side; docs/protocols.md).
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -58,7 +58,7 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Stag
                                               const std::function<void()>& keepalive = {});
 
 // The first question push_snapshot asks (has this worker the snapshot
-// whole?) as one sh command line that needs no python3: run in a shell the
+// whole?) as sh commands that need no python3 (worker/push_have.sh): run in a shell the
 // stage already holds there (its reservation), it costs no new channel or
 // interpreter. When the worker has it, the command also makes the run's log
 // dir (as the push would) and says "have"; parse_have_answer then returns

@@ -1,7 +1,7 @@
 #pragma once
 // gc on a worker of a pod with no shared mount: the same rules as gc here
 // (staging/gc.hpp) applied to the worker's own copies (staging/push.hpp),
-// by a small python3 program there, over the worker's session.
+// by worker/worker_gc.py there, over the worker's session.
 #include <cstdint>
 #include <string>
 #include <vector>

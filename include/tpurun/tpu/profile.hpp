@@ -73,7 +73,7 @@ struct PortListener {
   std::string run_id;         // when mine: that process's TPURUN_RUN_ID, "" when it has none
 };
 
-// The POSIX-sh script that answers for PORT (reads /proc/net/tcp{,6}, and for
+// worker/profile_listener.sh, which answers for PORT (reads /proc/net/tcp{,6}, and for
 // one's own listener, /proc/*/fd and its environ), and its answer parsed.
 RemoteCommand build_listener_command(int port);
 Result<PortListener, std::string> parse_listener(std::string_view out);

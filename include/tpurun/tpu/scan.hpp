@@ -14,11 +14,13 @@
 #include "tpurun/transport/transport.hpp"
 #include "tpurun/util/cancel.hpp"
 #include "tpurun/util/result.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 
-inline constexpr const char* kLibtpuLockfile = "/tmp/libtpu_lockfile";
-inline constexpr const char* kTpuLogsDir = "/tmp/tpu_logs";
+// libtpu's lock and log dir on a TPU VM (worker/protocol.tokens).
+using worker::kLibtpuLockfile;
+using worker::kTpuLogsDir;
 
 // A process as the scan saw it.
 struct ScannedProcess {

@@ -8,13 +8,12 @@
 
 #include "tpurun/fanout/fanout.hpp"
 #include "tpurun/fanout/gather.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr const char* kReadyLine = "TPURUN-RESERVE ready";
 
 // Reads until `done(out)` or the end of the command's output. The deadline
 // only guards against a worker that takes the connection and then says
@@ -36,18 +35,18 @@ Result<bool, TransportError> read_until(ExecStream& stream, std::string& out, Cl
   return true;
 }
 
-bool ready(const std::string& out) { return out.find(kReadyLine) != std::string::npos; }
-constexpr const char* kDoneLine = "TPURUN-RESERVE done\n";
+bool ready(const std::string& out) { return out.find(worker::kReserveReady) != std::string::npos; }
+const std::string kDoneLine = std::string(worker::kReserveDone) + "\n";
 bool ran(const std::string& out) { return out.ends_with(kDoneLine); }
 bool never(const std::string&) { return false; }
 // The script has said whether it holds the lock (the TPU scan comes after).
 bool taken(const std::string& out) {
-  return out.find("TPURUN-RESERVE ok\n") != std::string::npos || reserve_answer_complete(out);
+  return out.find(std::string(worker::kReserveOk) + "\n") != std::string::npos || reserve_answer_complete(out);
 }
 // ... and it may go on: held, or (not required) busy but going ahead anyway.
 bool lock_taken(const std::string& out, bool required) {
-  return out.find("TPURUN-RESERVE ok\n") != std::string::npos ||
-         (!required && out.find("TPURUN-RESERVE busy\n") != std::string::npos);
+  return out.find(std::string(worker::kReserveOk) + "\n") != std::string::npos ||
+         (!required && out.find(std::string(worker::kReserveBusy) + "\n") != std::string::npos);
 }
 
 std::string last_line(std::string text) {
@@ -201,7 +200,8 @@ LaunchResult Reservations::launch(const LaunchSpec& spec) {
     }
     const auto started = Clock::now();
     std::string out;
-    if (auto error = slot.stream->write("go\n" + launch_command(spec, outcome.worker).stdin_data)) {
+    if (auto error = slot.stream->write(std::string(worker::kReserveGo) + "\n" +
+                                        launch_command(spec, outcome.worker).stdin_data)) {
       outcome.result = *error;
       return;
     }
@@ -239,16 +239,21 @@ bool Reservations::with_connection(size_t position, const std::function<void(Con
 }
 
 Result<std::string, std::string> Reservations::run_in_reservation(size_t position, const std::string& command_line) {
-  if (command_line.find('\n') != std::string::npos) return unexpected(std::string("one line only"));
+  const std::string end = std::string(worker::kReserveEndOfCommand) + "\n";
+  if (("\n" + command_line + "\n").find("\n" + end) != std::string::npos) {
+    return unexpected(std::string("the command holds the line that ends it"));
+  }
   Slot& slot = *slots_.at(position);
   std::lock_guard lock(slot.mutex);
   if (!slot.stream) return unexpected(std::string("the worker is not reserved"));
-  if (auto error = slot.stream->write("run\n" + command_line + "\n")) return unexpected(error->message);
+  if (auto error = slot.stream->write(std::string(worker::kReserveRun) + "\n" + command_line + "\n" + end)) {
+    return unexpected(error->message);
+  }
   std::string out;
   auto answered = read_until(*slot.stream, out, Clock::now() + std::chrono::seconds(120), nullptr, ran);
   if (!answered) return unexpected(answered.error().message);
   if (!*answered) return unexpected(std::string("the reservation's script ended"));
-  out.resize(out.size() - std::string_view(kDoneLine).size());
+  out.resize(out.size() - kDoneLine.size());
   return out;
 }
 
@@ -257,7 +262,7 @@ void Reservations::keep_alive() {
   while (!keepalive_wake_.wait_for(lock, spec_.keepalive, [this] { return keepalive_stop_; })) {
     for (auto& slot : slots_) {
       std::unique_lock held(slot->mutex, std::try_to_lock);
-      if (held && slot->stream) slot->stream->write("wait\n");
+      if (held && slot->stream) slot->stream->write(std::string(worker::kReserveKeepalive) + "\n");
     }
   }
 }
@@ -277,7 +282,7 @@ bool Reservations::with_connection_kept(
   std::lock_guard lock(slot.mutex);
   if (!slot.connection) return false;
   const std::function<void()> keepalive = [&slot] {
-    if (slot.stream) slot.stream->write("wait\n");
+    if (slot.stream) slot.stream->write(std::string(worker::kReserveKeepalive) + "\n");
   };
   fn(*slot.connection, keepalive);
   return true;

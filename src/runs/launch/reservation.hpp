@@ -1,7 +1,7 @@
 #pragma once
 // One stage at a time on a worker (docs/runs.md, "One stage at a time"). A
 // job starts on a worker only under that worker's reservation: a flock(2) on
-// /tmp/tpurun-tpu.lock there, taken by a script that then scans the TPU under
+// worker::kReservationLock there, taken by worker/reserve.sh, which then scans the TPU under
 // it and waits; the launch hands the lock to the job's wrapper, which keeps
 // it while the job runs. Every worker is reserved before any job starts, the
 // first in (host, port) order alone and then the rest, so that of two stages
@@ -25,10 +25,11 @@
 #include "tpurun/transport/transport.hpp"
 #include "tpurun/util/cancel.hpp"
 #include "tpurun/util/result.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 
-inline constexpr const char* kReservationLock = "/tmp/tpurun-tpu.lock";
+using worker::kReservationLock;
 
 struct ReserveSpec {
   std::string run_id;                      // named in the holder record ("-": not known yet)
@@ -106,9 +107,10 @@ class Reservations {
   // Runs `fn` on the reserved worker's connection (its reservation keeps
   // anyone else from starting there meanwhile). False when it has none.
   bool with_connection(size_t position, const std::function<void(Connection&)>& fn);
-  // Runs one shell command line on the reserved worker, in its reservation's
-  // script (no new channel, no new process but the command's): its output,
-  // or why there is none. False-y (an error) when the worker has no script.
+  // Runs shell commands (one line or more) on the reserved worker, in its
+  // reservation's script (no new channel, no new process but the command's):
+  // their output, or why there is none. False-y (an error) when the worker
+  // has no script.
   Result<std::string, std::string> run_in_reservation(size_t position, const std::string& command_line);
   // The same, for long work: `keepalive()` tells the worker's script that the
   // stage is still there (call it at least every minute).

@@ -12,82 +12,11 @@
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/util/atomic_file.hpp"
 #include "tpurun/util/unique_fd.hpp"
+#include "tpurun/worker/programs.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 namespace {
-
-// The worker's side: python3 (on every TPU VM image), nothing installed.
-// Files of at most 4 KiB that are not logs (exit and pid records, written by
-// rename) are sent whole when they change; the rest as what was appended.
-constexpr const char* kProgram = R"PY(
-import os, select, stat, sys, time
-d = sys.argv[1]
-sent = {}
-for a in sys.argv[2:]:
-    p, _, o = a.rpartition("=")
-    sent[p] = int(o)
-seen = {}
-out = sys.stdout.buffer
-def frame(kind, rel, offset, data):
-    p = rel.encode("utf-8", "surrogateescape")
-    out.write(b"%s %d %d %d\n" % (kind, len(data), offset, len(p)) + p + data)
-def is_record(rel, st):
-    return not rel.endswith(".log") and st.st_size <= 4096
-def one_round(flush=True):
-    files = []
-    for top, dirs, names in os.walk(d):
-        for n in names:
-            full = os.path.join(top, n)
-            try:
-                st = os.lstat(full)  # a planted symlink is no file of the run
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and ".tmp" not in n:
-                files.append((os.path.relpath(full, d), full, st))
-    records = [f for f in files if is_record(f[0], f[2])]
-    for rel, full, st in files:
-        if is_record(rel, st):
-            continue
-        off = sent.get(rel, 0)
-        try:
-            with open(full, "rb") as f:
-                if os.fstat(f.fileno()).st_size < off:
-                    off = 0
-                f.seek(off)
-                while True:
-                    data = f.read(1 << 20)
-                    if not data:
-                        break
-                    frame(b"A", rel, off, data)
-                    off += len(data)
-        except OSError:
-            continue
-        sent[rel] = off
-    for rel, full, st in records:
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)
-        if seen.get(rel) == key:
-            continue
-        try:
-            with open(full, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        frame(b"W", rel, 0, data)
-        seen[rel] = key
-        sent[rel] = len(data)
-    if flush:
-        out.flush()
-while True:
-    one_round()
-    r, _, _ = select.select([sys.stdin], [], [], 0.25)
-    if r:
-        line = sys.stdin.readline()
-        if not line or line.strip() == "Q":
-            one_round(False)  # with END in one write (a second small one waits out a delayed ACK)
-            out.write(b"END\n")
-            out.flush()
-            break
-)PY";
 
 bool safe_relative(const std::string& path) {
   if (path.empty() || path.front() == '/') return false;
@@ -108,15 +37,13 @@ void MirrorState::new_host() {
   offsets.clear();
 }
 
-std::string mirror_worker_program() { return kProgram; }
-
 bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, MirrorState& state,
                          std::uint64_t* bytes) {
   for (;;) {
     const size_t nl = buffer.find('\n');
     if (nl == std::string::npos) return true;
     const std::string head = buffer.substr(0, nl);
-    if (head == "END") {
+    if (head == worker::kMirrorEnd) {
       state.ended = true;
       buffer.erase(0, nl + 1);
       continue;
@@ -124,7 +51,7 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
     char kind = 0;
     unsigned long long len = 0, offset = 0, path_len = 0;
     if (std::sscanf(head.c_str(), "%c %llu %llu %llu", &kind, &len, &offset, &path_len) != 4 ||
-        (kind != 'A' && kind != 'W')) {
+        (kind != worker::kMirrorAppend[0] && kind != worker::kMirrorWhole[0])) {
       return false;
     }
     if (buffer.size() < nl + 1 + path_len + len) return true;  // the rest has not come yet
@@ -133,7 +60,7 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
     if (!safe_relative(path)) return false;
     const std::string local = local_dir + "/" + path;
     std::filesystem::create_directories(std::filesystem::path(local).parent_path());
-    if (kind == 'W') {
+    if (kind == worker::kMirrorWhole[0]) {
       write_file_atomic(local, std::string(data));
     } else {
       UniqueFd fd(::open(local.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
@@ -230,9 +157,12 @@ void LogMirror::mirror(Worker_& w) {
     auto connection = transport_.connect(worker, never);
     std::vector<std::string> words = {shell_quote(remote_dir_)};
     for (const auto& [path, offset] : w.state.offsets) words.push_back(shell_quote(fmt::format("{}={}", path, offset)));
-    const std::string command = python3_command(kProgram, words);
+    const RemoteCommand command = python3_command(worker::kLogMirrorPy, words);  // worker/log_mirror.py
     Result<std::unique_ptr<ExecStream>, TransportError> stream = unexpected(TransportError{});
-    if (connection) stream = (*connection)->open_exec(command, never);
+    if (connection) stream = (*connection)->open_exec(command.command_line, never);
+    if (connection && stream) {
+      if (auto error = (*stream)->write(command.stdin_data)) stream = unexpected(*error);
+    }
     if (!connection || !stream) {
       spdlog::debug("mirror {}: {}", worker.display(),
                     connection ? stream.error().message : connection.error().message);
@@ -246,7 +176,7 @@ void LogMirror::mirror(Worker_& w) {
       if (stopping_) return;
       if (w.moved) break;  // the old VM's stream: what it had not sent is gone with it
       if (w.finishing && !asked) {
-        (*stream)->write("Q\n");
+        (*stream)->write(std::string(worker::kMirrorQuit) + "\n");
         asked = true;
       }
       auto got = (*stream)->read(200);

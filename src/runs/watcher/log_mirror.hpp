@@ -5,7 +5,7 @@
 // host, so that everything that reads a log dir (follow, logs, runs, the gang
 // rules) works as on a shared mount, and the logs outlive the VM.
 //
-// One SSH exec per worker runs a small python3 loop there (log_mirror.cpp)
+// One SSH exec per worker runs worker/log_mirror.py there (python3)
 // that sends what grew; a cut connection is opened again and goes on from
 // what arrived. Within a round, records are looked at before logs are read,
 // so an exit record never arrives before the output that preceded it.
@@ -65,6 +65,5 @@ struct MirrorState {
 };
 bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, MirrorState& state,
                          std::uint64_t* bytes = nullptr);
-std::string mirror_worker_program();
 
 }  // namespace tpurun

@@ -8,6 +8,7 @@
 #include "staging_fixture.hpp"
 #include "tpurun/staging/push.hpp"
 #include "tpurun/staging/worker_gc.hpp"
+#include "tpurun/worker/tokens.hpp"
 #include "transport/local_exec.hpp"
 #include "transport/local_transport.hpp"
 
@@ -271,7 +272,7 @@ TEST_F(PushTest, TheShellHaveCheckFindsAPushedSnapshotAndMakesTheRunsLogDirPriva
 TEST_F(PushTest, TheShellHaveCheckSaysNeedForASnapshotTheWorkerLacksOrAnUnsafeLogDir) {
   const StagedSnapshot s = snapshot_ok();
   const PushTarget target{worker_ + "/staging", worker_ + "/logs", "alice", "proj", "run1"};
-  EXPECT_EQ(run_sh(have_command(s, target)), "TPURUN-PUSH need\n");  // nothing there yet
+  EXPECT_EQ(run_sh(have_command(s, target)), std::string(worker::kPushNeed) + "\n");  // nothing there yet
   ASSERT_TRUE(push(s).ok());
   fs::permissions(worker_ + "/logs/alice/proj", fs::perms::group_write, fs::perm_options::add);
   const PushTarget other{worker_ + "/staging", worker_ + "/logs", "alice", "proj", "run3"};

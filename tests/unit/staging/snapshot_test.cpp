@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <regex>
 #include <thread>
 
@@ -329,6 +332,18 @@ TEST_F(SnapshotTest, ConcurrentSnapshotsBothSucceedWithDistinctNames) {
   r.random_suffix = [] {
     thread_local int calls = 0;
     return ++calls == 1 ? std::string("same00") : staging::random_suffix();
+  };
+  // Both publish only once both have built their tree: neither can find the
+  // other's finished snapshot and reuse it (a thread started late on a busy
+  // machine would). Bounded, so that one that fails early does not hang the other.
+  std::mutex m;
+  std::condition_variable cv;
+  int at_gate = 0;
+  r.publish_gate = [&] {
+    std::unique_lock lock(m);
+    ++at_gate;
+    cv.notify_all();
+    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return at_gate == 2; });
   };
 
   // when

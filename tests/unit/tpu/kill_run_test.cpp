@@ -225,7 +225,7 @@ TEST(ScanCommandTest, TriesSudoThenFallsBackToTheLoginUserWithTheScriptOnStdin) 
   EXPECT_EQ(c.command_line,
             "sudo -n sh -s -- 'status' '/dev/accel*' '/dev/vfio/[0-9]*' 2>/dev/null || "
             "exec sh -s -- 'status' '/dev/accel*' '/dev/vfio/[0-9]*'");
-  EXPECT_EQ(c.stdin_data.rfind("# tpurun TPU scan", 0), 0u);
+  EXPECT_EQ(c.stdin_data, worker::kScanSh);
 }
 
 }  // namespace

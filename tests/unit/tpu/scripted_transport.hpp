@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tpurun/transport/transport.hpp"
+#include "tpurun/worker/programs.hpp"
 
 namespace tpurun::testing {
 
@@ -70,10 +71,9 @@ class ScriptedTransport : public Transport {
 
 // Which of tpurun's remote scripts a command carries: "TPURUN-SCAN", ...
 inline std::string script_kind(const RemoteCommand& command) {
-  const std::string& first = command.stdin_data.substr(0, command.stdin_data.find('\n'));
-  for (const char* kind : {"TPURUN-SCAN", "TPURUN-KILL", "TPURUN-CLEAN"}) {
-    if (first.find(kind) != std::string::npos) return kind;
-  }
+  if (command.stdin_data == worker::kScanSh) return "TPURUN-SCAN";
+  if (command.stdin_data == worker::kKillSh) return "TPURUN-KILL";
+  if (command.stdin_data == worker::kCleanSh) return "TPURUN-CLEAN";
   return "?";
 }
 

@@ -229,10 +229,10 @@ TEST_F(LocalScriptsTest, ScanWithSeveralGlobsFindsEachAndNothingElseUnderTheirPr
 TEST_F(LocalScriptsTest, ScanFallsBackToFindWhenPerlFails) {
   start_job();
   RemoteCommand command = build_scan_command({globs(), false});
-  const std::string perl = "exec perl -e";
+  const std::string perl = "exec perl -";
   const auto at = command.stdin_data.find(perl);
   ASSERT_NE(at, std::string::npos);
-  command.stdin_data.replace(at, perl.size(), "echo 'H /proc/1/fd " + dir_ + "/accel0'; exit 3; perl -e");
+  command.stdin_data.replace(at, perl.size(), "echo 'H /proc/1/fd " + dir_ + "/accel0'; exit 3; perl -");
   LocalTransport transport;
   auto conn = transport.connect(testing::make_workers(1)[0], CancelToken());
   ASSERT_TRUE(conn);

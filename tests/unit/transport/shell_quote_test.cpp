@@ -56,15 +56,21 @@ TEST(ShellDisplay, PastedIntoAShellEachArgumentArrivesVerbatim) {
   EXPECT_EQ(through_sh(args, shell_display), args);
 }
 
-TEST(Python3Command, TheProgramAndEveryWordArriveVerbatim) {
-  const std::string program = "import sys\nsys.stdout.write('\\0'.join(sys.argv[1:]))  # it's \"quoted\"";
+// The program comes on stdin, exactly: what follows it is the program's own
+// input, and neither the program nor that input is in the command line.
+TEST(Python3Command, TheProgramEveryWordAndTheInputAfterItArriveVerbatim) {
+  const std::string program =
+      "import sys\nsys.stdout.write('\\0'.join(sys.argv[1:]) + '|' + sys.stdin.read())  # it's \"quoted\" $(x) `y`\n";
   const std::vector<std::string> args = {"two words", "it's", "$(touch /tmp/pwned)", "a;b", "line1\nline2", ""};
   std::vector<std::string> words;
   for (const auto& a : args) words.push_back(shell_quote(a));
+  const RemoteCommand command = python3_command(program, words);
+  EXPECT_EQ(command.command_line.find("sys.stdout"), std::string::npos) << command.command_line;
   CaptureSink sink;
-  auto r = run_subprocess({"/bin/sh", "-c", python3_command(program, words)}, "", std::nullopt, sink, CancelToken());
+  auto r = run_subprocess({"/bin/sh", "-c", command.command_line}, command.stdin_data + "the input\n", std::nullopt,
+                          sink, CancelToken());
   ASSERT_TRUE(r.ok() && r->code == 0) << sink.err;
-  EXPECT_EQ(sink.out, std::string("two words\0it's\0$(touch /tmp/pwned)\0a;b\0line1\nline2\0", 51));
+  EXPECT_EQ(sink.out, std::string("two words\0it's\0$(touch /tmp/pwned)\0a;b\0line1\nline2\0|the input\n", 62));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "tpurun/pod/worker.hpp"
 #include "tpurun/transport/outcome.hpp"
 #include "tpurun/transport/transport.hpp"
+#include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
 
@@ -27,11 +28,11 @@ struct LaunchSpec {
   int max_attempts = 1;                    // > 1: each attempt starts with a header in the log
   std::optional<MultiSlice> slices;        // multi-slice runs: the MEGASCALE_* variables
   // Each worker's reservation lock (runs/launch/reservation.hpp); tests use their own.
-  std::string reservation_lock = "/tmp/tpurun-tpu.lock";
+  std::string reservation_lock = worker::kReservationLock;
 };
 
-// The script (sent to `sh -s`) that launches the job on `worker` and prints
-// "TPURUN-LAUNCHED <pid>" once the job runs. It returns at once; closing the
+// The script (worker/launch.sh, sent to `sh -s`) that launches the job on
+// `worker` and prints worker::kLaunched and the job's pid once the job runs. It returns at once; closing the
 // connection, Ctrl-C or a dropped link never stops the job.
 RemoteCommand launch_command(const LaunchSpec& spec, const Worker& worker);
 std::optional<int> parse_launched_pid(const std::string& out);

@@ -80,12 +80,12 @@ class ReservationTest : public ::testing::Test {
   std::vector<Worker> workers_ = testing::make_workers(4);
 };
 
-// Processes whose command line holds `word` (the workers' watchdogs).
-int processes_with(const std::string& word) {
+// The workers' watchdogs for `hold_s` (they show in ps as "tpurun-reserve watchdog <hold_s>s").
+int processes_with(const std::string& hold_s) {
   int n = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string cmdline = read_small_file(entry.path().string() + "/cmdline");
-    if (cmdline.find(word) != std::string::npos && cmdline.find("TERM") != std::string::npos) ++n;
+    if (cmdline.starts_with("tpurun-reserve watchdog " + hold_s + "s")) ++n;
   }
   return n;
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "runs/watcher/log_mirror.hpp"
+#include "transport/local_transport.hpp"
 
 namespace tpurun {
 namespace {
@@ -84,6 +85,26 @@ TEST_F(LogMirrorTest, APathOutsideTheDirIsRefused) {
   std::string buffer = frame('A', "../escape.log", 0, "x");
   EXPECT_FALSE(apply_mirror_frames(dir_, buffer, state_));
   EXPECT_FALSE(fs::exists(fs::path(dir_).parent_path() / "escape.log"));
+}
+
+// The whole mirror, worker/log_mirror.py started by the watcher's command
+// line on a "worker" that is this host: the run's files arrive here, and
+// finish() waits for the last of them.
+TEST_F(LogMirrorTest, TheWorkersFilesArriveThroughTheMirrorProgram) {
+  char pattern[] = "/tmp/tpurun-mirror-remote-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string remote = pattern;
+  std::ofstream(remote + "/worker0.log") << "step 1\nstep 2\n";
+  std::ofstream(remote + "/worker0.exit") << "0\n";
+  LocalTransport transport;
+  {
+    LogMirror mirror({Worker{0, "localhost", 22}}, transport, remote, dir_);
+    mirror.start();
+    mirror.finish(60);
+  }
+  fs::remove_all(remote);
+  EXPECT_EQ(read("worker0.log"), "step 1\nstep 2\n");
+  EXPECT_EQ(read("worker0.exit"), "0\n");
 }
 
 }  // namespace

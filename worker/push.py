@@ -1,42 +1,45 @@
-// The worker's side of a snapshot push (push.hpp): a python3 program (every
-// Ubuntu TPU VM image has python3; nothing is installed), given as `-c` with
-// its arguments, that talks over its stdin/stdout:
-//
-//   argv: STAGING_ROOT LOGS_ROOT USER NAME TREE [PROJECT RUN]
-//   -> "TPURUN-PUSH have DIR[\0LOGDIR]"  the snapshot is there whole: done
-//   -> "TPURUN-PUSH need"                 else; then it reads the manifest:
-//   <- "M <count> <bytes>\n" and <bytes> of, per file,
-//      "<f|l> <x> <size> <object|-> <pathlen> <targetlen>\n<path><target>"
-//   -> "TPURUN-PUSH missing <n> <bytes>\n" and the n objects it lacks, one per line
-//      (or "TPURUN-PUSH nospace <bytes needed> <bytes free>")
-//   <- per object "<object> <size>\n<bytes>", then "E\n"
-//   -> "TPURUN-PUSH have DIR[\0LOGDIR]"  built, checked, renamed into place
-//   -> "TPURUN-PUSH error <why>"          anything else; nothing half made stays
-//
-// The layout: <root>/<user>/ is the user's own (0700); each snapshot a
-// read-only tree, ".tree-<hash>" naming the snapshot of a tree, and
-// ".manifest-<name>" beside it saying which content each of its files is.
-// The worker's content store is its snapshots themselves (as rsync's
-// --link-dest): a file whose content an earlier snapshot has is a hard link
-// to that file there (or in the .objects/ store that earlier tpurun builds
-// kept on workers), and content it lacks is written once, at its first path, with
-// its final mode. A fresh worker thus makes each file once, as tar would,
-// and not an object plus a link to it. The links are made before the worker
-// says what it lacks: a link that fails (the earlier file is gone) or that
-// shows another size or mode (someone changed it) is content to send. A
-// snapshot is built in a hidden temp dir, checked against the manifest
-// (every file linked or written there, its size and x bit, every symlink's
-// target), made read-only and renamed into place: it is whole or absent. gc
-// (worker_gc.cpp) removes a snapshot with its manifest.
-#include "staging/push_script.hpp"
+# The worker's side of a snapshot push (staging/push.hpp; docs/protocols.md):
+# run by the worker's python3 (every Ubuntu TPU VM image has it; nothing is
+# installed) as the login user, this program on its stdin ahead of the
+# stage's words. It shows in ps as "tpurun-push NAME".
+#
+#   argv: STAGING_ROOT LOGS_ROOT USER NAME TREE [PROJECT RUN]
+#   -> PUSH_HAVE DIR[\0LOGDIR]        the snapshot is there whole: done
+#   -> PUSH_NEED                      else; then it reads the manifest:
+#   <- "PUSH_MANIFEST <count> <bytes>\n" and <bytes> of, per file,
+#      "<f|l> <x> <size> <object|-> <pathlen> <targetlen>\n<path><target>"
+#   -> "PUSH_MISSING <n> <bytes>\n" and the n objects it lacks, one per line
+#      (or "PUSH_NOSPACE <bytes needed> <bytes free>")
+#   <- per object "<object> <size>\n<bytes>", then "PUSH_END\n"
+#   -> PUSH_HAVE DIR[\0LOGDIR]        built, checked, renamed into place
+#   -> PUSH_ERROR <why>               anything else; nothing half made stays
+# Exit status: 0 once the snapshot is there, 1 otherwise.
+#
+# The layout: <root>/<user>/ is the user's own (0700); each snapshot a
+# read-only tree, ".tree-<hash>" naming the snapshot of a tree, and
+# ".manifest-<name>" beside it saying which content each of its files is.
+# The worker's content store is its snapshots themselves (as rsync's
+# --link-dest): a file whose content an earlier snapshot has is a hard link
+# to that file there (or in the .objects/ store that earlier tpurun builds
+# kept on workers), and content it lacks is written once, at its first path,
+# with its final mode. A fresh worker thus makes each file once, as tar
+# would, and not an object plus a link to it. The links are made before the
+# worker says what it lacks: a link that fails (the earlier file is gone) or
+# that shows another size or mode (someone changed it) is content to send. A
+# snapshot is built in a hidden temp dir, checked against the manifest
+# (every file linked or written there, its size and x bit, every symlink's
+# target), made read-only and renamed into place: it is whole or absent.
+# worker_gc.py removes a snapshot with its manifest.
+import os
+import stat
+import sys
 
-namespace tpurun::staging {
+# tpurun-embed: tokens
+# tpurun-embed: include lib/proc_title.py
 
-const char* push_worker_program() {
-  return R"PY(
-import os, sys, stat
 root, logs, user, name, tree = sys.argv[1:6]
 project, run = (sys.argv[6], sys.argv[7]) if len(sys.argv) > 7 else ("", "")
+proc_title("tpurun-push " + name)
 out = sys.stdout
 inp = sys.stdin.buffer
 try:  # a bigger pipe from sshd: fewer wake-ups for both (F_SETPIPE_SZ; best effort)
@@ -44,8 +47,13 @@ try:  # a bigger pipe from sshd: fewer wake-ups for both (F_SETPIPE_SZ; best eff
     fcntl.fcntl(0, 1031, 1 << 20)
 except (ImportError, OSError):
     pass
-def say(text):
-    out.write("TPURUN-PUSH " + text + "\n"); out.flush()
+
+
+def say(line):
+    out.write(line + "\n")
+    out.flush()
+
+
 def own_dir(path):
     try:
         os.mkdir(path, 0o700)
@@ -54,6 +62,8 @@ def own_dir(path):
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
         raise OSError("%s is not %s's own dir, or others may write to it" % (path, user))
+
+
 def log_dir():
     if not run:
         return ""
@@ -65,6 +75,8 @@ def log_dir():
     d = os.path.join(logs, user, project, run)
     own_dir(d)
     return d
+
+
 def have(udir):
     try:
         if os.readlink(os.path.join(udir, ".tree-" + tree)) != name:
@@ -73,13 +85,19 @@ def have(udir):
         return os.path.isdir(os.path.join(udir, name))
     except OSError:
         return False
+
+
 def done(udir):  # NUL between the two paths: either may hold spaces
-    say("have " + os.path.join(udir, name) + ("\0" + log_dir() if run else ""))
+    say(PUSH_HAVE + " " + os.path.join(udir, name) + ("\0" + log_dir() if run else ""))
+
+
 def line_of(f):
     line = f.readline()
     if not line.endswith(b"\n"):
         raise EOFError("the stage stopped sending")
     return line[:-1].decode()
+
+
 def copy_n(f, n, write):
     while n > 0:
         b = f.read(min(n, 1 << 20))
@@ -87,10 +105,16 @@ def copy_n(f, n, write):
             raise EOFError("the stage stopped sending")
         write(b)
         n -= len(b)
+
+
 def write_all(fd, b):
     while b:
         b = b[os.write(fd, b):]
+
+
 chunk = memoryview(bytearray(1 << 20))  # one buffer for all content: no allocation per read
+
+
 def copy_to_fd(n, fd):
     while n > 0:
         got = inp.readinto(chunk[:min(n, len(chunk))])
@@ -98,6 +122,8 @@ def copy_to_fd(n, fd):
             raise EOFError("the stage stopped sending")
         write_all(fd, chunk[:got])
         n -= got
+
+
 # A manifest, from the stage or from a file kept beside an earlier snapshot:
 # entries (kind, x, size, object, path, target).
 def manifest_of(f):
@@ -117,7 +143,9 @@ def manifest_of(f):
                         data[mid:pos].decode("utf-8", "surrogateescape")))
     if pos != len(data):
         raise ValueError("a manifest of %d bytes held %d" % (len(data), pos))
-    return entries, b"M %d %d\n" % (count, len(data)) + data
+    return entries, ("%s %d %d\n" % (PUSH_MANIFEST, count, len(data))).encode() + data
+
+
 # Where content this worker already has lives: the files of its newest
 # snapshots (their kept manifests say which object each is), and the object
 # store of earlier tpurun versions. Newest first, and only for the objects
@@ -138,6 +166,8 @@ def find_in(data, obj):  # the path of obj's file in a manifest's bytes, or None
             return data[nl + 1:nl + 1 + int(rest[0])].decode("utf-8", "surrogateescape")
         at = data.find(key, at + 1)
     return None
+
+
 def sources(udir, wanted):  # object -> its file, relative to udir
     found = {}
     kept = []
@@ -166,6 +196,8 @@ def sources(udir, wanted):  # object -> its file, relative to udir
         except (OSError, ValueError, IndexError, EOFError):  # unreadable: not a source
             continue
     return found
+
+
 tmp = None
 try:
     os.makedirs(root, 0o755, exist_ok=True)
@@ -174,7 +206,7 @@ try:
     if have(udir):
         done(udir)
         sys.exit(0)
-    say("need")
+    say(PUSH_NEED)
     entries, manifest = manifest_of(inp)
     # Paths below are relative to the user's dir (a descriptor): each lookup
     # walks a few names, not the whole path from /.
@@ -187,7 +219,7 @@ try:
     vfs = os.statvfs(udir)
     free = vfs.f_bavail * vfs.f_frsize
     if need + (1 << 20) > free:
-        say("nospace %d %d" % (need, free))
+        say("%s %d %d" % (PUSH_NOSPACE, need, free))
         sys.exit(1)
     # The snapshot is built in a temp dir. What this worker has is linked
     # there first: a link that works is the check that the earlier file is
@@ -197,6 +229,7 @@ try:
     tmp = os.path.join(udir, tmp_name)
     os.mkdir(tmp, 0o700)
     dirs = set()
+
     def place(path):  # the path's name in the temp dir, relative to udir; its dirs made
         rel = tmp_name + "/" + path
         parent = os.path.dirname(rel)
@@ -204,8 +237,10 @@ try:
             os.makedirs(os.path.join(udir, parent), 0o755, exist_ok=True)
             dirs.add(parent)
         return rel
+
     def at_udir(rel, flags):
         return os.open(rel, flags, 0o600, dir_fd=ufd)
+
     def link_or_copy(src, rel, x):
         try:
             os.link(src, rel, src_dir_fd=ufd, dst_dir_fd=ufd, follow_symlinks=False)
@@ -216,6 +251,7 @@ try:
                 d.write(s.read())
             os.chmod(rel, 0o555 if x else 0o444, dir_fd=ufd)
         return True
+
     def linked_as(src, rel, size, x):  # an earlier file linked in, if it is what the manifest says
         if not link_or_copy(src, rel, x):
             return False
@@ -224,6 +260,7 @@ try:
             return True
         os.unlink(rel, dir_fd=ufd)  # changed since: sent again
         return False
+
     here, missing = {}, {}
     for kind, x, size, obj, path, target in entries:
         if kind == "l":
@@ -242,12 +279,12 @@ try:
     need = sum(sizes[obj] for obj in missing)
     # One write: a second small one would wait for the ACK of the first
     # (Nagle's algorithm in sshd, against the stage's delayed ACK: 40 ms).
-    out.write("TPURUN-PUSH missing %d %d\n" % (len(missing), need) + "".join(m + "\n" for m in missing))
+    out.write("%s %d %d\n" % (PUSH_MISSING, len(missing), need) + "".join(m + "\n" for m in missing))
     out.flush()
     # Each new object is written once, at its first path, with its final mode.
     while True:
         line = line_of(inp)
-        if line == "E":
+        if line == PUSH_END:
             break
         obj, size = line.split()
         paths = missing.pop(obj)
@@ -303,9 +340,5 @@ except BaseException as e:
             os.chmod(top, 0o700)
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)
-    say("error " + (str(e) or type(e).__name__).replace("\n", " "))
+    say(PUSH_ERROR + " " + (str(e) or type(e).__name__).replace("\n", " "))
     sys.exit(1)
-)PY";
-}
-
-}  // namespace tpurun::staging

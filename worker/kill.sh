@@ -1,20 +1,22 @@
-// The remote halves of kill and of the stale-lock cleanup. Both re-check on
-// the worker, at the last moment, what the plan assumed: a pid is signalled
-// only while it is still the same process (start time) with the same owner,
-// a group only while one of its planned members is alive in it, a lockfile
-// removed only while no lock is held on it and no process holds a device.
-#include "tpu/scripts.hpp"
-
-namespace tpurun::tpu {
-namespace {
-
-// Output (TPURUN-KILL 1), one record per line:
-//   signal SIG TARGET ok|failed     TARGET: -PGID or PID
-//   gone PID before|term|kill
-//   alive PID                       survived SIGKILL
-//   skipped PID REASON
-//   end
-const char* const kKillBody = R"sh(echo 'TPURUN-KILL 1'
+# The remote half of `tpurun kill` (docs/protocols.md). It re-checks on the
+# worker, at the last moment, what the plan assumed: a pid is signalled only
+# while it is still the same process (start time) with the same owner, a
+# group only while one of its planned members is alive in it.
+#
+# Args: GRACE_CENTISECONDS AUDIT(0|1) ITEM...
+#   ITEM: g:PGID (signal that group) | PID:UID:PGID:START (a victim; START: its start time)
+#   AUDIT=1 (--force, as root): one syslog record per victim (`logger -t tpurun`) before
+#   any signal; if one cannot be written, nothing is signalled.
+# Output (KILL_HEADER first), one record per line:
+#   signal SIG TARGET ok|failed     TARGET: -PGID or PID
+#   gone PID before|term|kill
+#   alive PID                       survived SIGKILL
+#   skipped PID REASON
+#   end
+# tpurun-embed: tokens
+# tpurun-embed: include lib/prelude.sh
+# tpurun-embed: include lib/pstat.sh
+echo "$KILL_HEADER"
 grace=$1 audit=$2
 shift 2
 case $grace in ''|*[!0-9]*) grace=0 ;; esac
@@ -86,7 +88,7 @@ audit_all() {
 }
 
 set -f
-victims= groups=
+victims='' groups=''
 for it do
   case $it in
     g:*)
@@ -124,60 +126,3 @@ if [ -n "$left" ]; then
   done
 fi
 echo end
-)sh";
-
-// Output (TPURUN-CLEAN 1):
-//   busy PID                   a process holds a device: nothing removed
-//   removed PATH | failed PATH | kept PATH REASON
-//   end
-const char* const kCleanBody = R"sh(echo 'TPURUN-CLEAN 1'
-want_ino=$1 logs=$2
-shift 2
-case $want_ino in -) ;; ''|*[!0-9]*) want_ino=- ;; esac
-)sh";
-
-const char* const kCleanTail =
-    R"sh(busy=$(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( "$@" \) -printf '%h\n' -quit)
-if [ -n "$busy" ]; then
-  busy=${busy#/proc/}
-  echo "busy ${busy%/fd}"
-  echo end
-  exit 0
-fi
-set -f
-lf=/tmp/libtpu_lockfile
-if [ "$want_ino" != - ]; then
-  if st=$(stat -c '%i %d' "$lf"); then
-    set -- $st
-    lock_state "$1" "$2"
-    if [ "$1" != "$want_ino" ]; then
-      echo "kept $lf replaced"
-    elif [ "$held" = 1 ]; then
-      echo "kept $lf held-by-$lpid"
-    elif rm -f "$lf"; then
-      echo "removed $lf"
-    else
-      echo "failed $lf"
-    fi
-  fi
-fi
-if [ "$logs" = 1 ] && { [ -e /tmp/tpu_logs ] || [ -L /tmp/tpu_logs ]; }; then
-  if rm -rf /tmp/tpu_logs; then echo 'removed /tmp/tpu_logs'; else echo 'failed /tmp/tpu_logs'; fi
-fi
-echo end
-)sh";
-
-}  // namespace
-
-const std::string& kill_script() {
-  static const std::string script = std::string("# tpurun kill (TPURUN-KILL 1)\n") + kShPrelude + kShStatFunction + kKillBody;
-  return script;
-}
-
-const std::string& clean_script() {
-  static const std::string script = std::string("# tpurun stale-lock cleanup (TPURUN-CLEAN 1)\n") +
-                                    kShPrelude + kShLockFunction + kCleanBody + kShDeviceFind + kCleanTail;
-  return script;
-}
-
-}  // namespace tpurun::tpu

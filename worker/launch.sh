@@ -1,0 +1,103 @@
+# shellcheck shell=sh
+# shellcheck disable=SC2154 # run_id, logdir, log, snapshot, worker, attempt, ...: the header tpurun writes
+# The launch of a job on a worker (runs/launch/launch.hpp; docs/protocols.md),
+# run by `sh -s` as the login user, the script on its stdin (so nothing in it
+# shows in any process's argv). tpurun writes a header before it: set -u;
+# run_id logdir log snapshot worker attempt max_attempts pidf exitf pendingf;
+# job_env (export lines, values quoted: the --env values live only there and
+# in the job's environment, never in an argv); and "$@", the command. The
+# processes it leaves behind:
+#   wrapper  (setsid: own session, no run id in its environment, so
+#             `tpurun kill` spares it; job_wrapper.pl relaying the job's output
+#             to the log, else job_wrapper.sh; it shows in ps as
+#             "tpurun-job RUN_ID wN")
+#     └ job  (setsid again: pid = pgid = sid; what `tpurun kill` signals)
+# The wrapper waits for the job and records its exit code, even when the job
+# is killed by a signal, so the log dir always says how each worker ended.
+# It writes only inside the log dir, and only once this has checked that the
+# dir is the user's own and closed to other users' writes. Prints LAUNCHED
+# and the job's pid once it runs; else exits with a LAUNCH_* code and says why
+# on stderr.
+# tpurun-embed: tokens
+# unreachable WHAT PATH CODE: why PATH cannot be seen. A dir above it that
+# exists but cannot be entered is the same user with another uid here than on
+# the dev VM (NFS owns files by number), not a missing mount.
+unreachable() {
+  _d=$2
+  while [ "$_d" != / ] && [ ! -e "$_d" ]; do _d=${_d%/*}; [ -n "$_d" ] || _d=/; done
+  if [ -d "$_d" ] && [ ! -x "$_d" ]; then
+    echo "$1 $2 cannot be reached on this worker: $_d belongs to uid $(stat -c %u "$_d") (mode $(stat -c %a "$_d")), and you are uid $(id -u) here; the same user has another uid on the dev VM, and NFS owns files by number (tpurun doctor; docs/cloud.md)" >&2
+  else
+    echo "$1 $2 is not visible on this worker: is the shared (NFS) mount there?" >&2
+  fi
+  exit "$3"
+}
+# revalidate PATH: opens each dir on the way to PATH, from the top. On NFS
+# this worker's client may keep a stale view of a dir that another host made,
+# removed or renamed (cached lookups, found or not, for a minute and more);
+# opening a dir is NFS's close-to-open check of it, and a changed dir drops
+# the names cached in it. Only on the way to an error, so it costs nothing.
+revalidate() {
+  _rest=${1#/} _p=
+  while [ -n "$_rest" ]; do
+    _p=$_p/${_rest%%/*}
+    case $_rest in */*) _rest=${_rest#*/} ;; *) _rest= ;; esac
+    true <"$_p" 2>/dev/null || return 0
+  done
+}
+# perl_wrapper COMMAND...: job_wrapper.pl, detached, its program on its stdin.
+# It says "<its pid> <the job's pid>" on fd 3 once the job has started, and
+# closes it: $(perl_wrapper ...) reads that at once, with no polling.
+perl_wrapper() {
+  # shellcheck disable=SC2094 # the log: appended to, never read
+  setsid perl - "tpurun-job $run_id w$worker" "$log" "$pidf" "$exitf" "$pendingf" "$@" \
+    3>&1 >>"$log" 2>&1 <<'TPURUN_JOB_WRAPPER' &
+# tpurun-embed: include job_wrapper.pl
+TPURUN_JOB_WRAPPER
+}
+# sh_wrapper COMMAND...: job_wrapper.sh, detached (where perl is missing).
+sh_wrapper() {
+  setsid sh -s "tpurun-job $run_id w$worker" "$@" >>"$log" 2>&1 <<'TPURUN_JOB_WRAPPER' &
+# tpurun-embed: include job_wrapper.sh
+TPURUN_JOB_WRAPPER
+}
+[ -d "$logdir" ] || revalidate "$logdir"
+[ -d "$logdir" ] || unreachable "log dir" "$logdir" "$LAUNCH_NO_LOG_DIR"
+if [ -L "$logdir" ] || [ ! -O "$logdir" ] || [ -n "$(find "$logdir" -maxdepth 0 -perm /022 2>/dev/null)" ]; then
+  echo "log dir $logdir is not $(id -un)'s own, or others may write to it: refusing to write there" >&2
+  exit "$LAUNCH_LOG_DIR_UNSAFE"
+fi
+cd "$snapshot" 2>/dev/null || { revalidate "$snapshot"; cd "$snapshot" 2>/dev/null; } ||
+  unreachable snapshot "$snapshot" "$LAUNCH_NO_SNAPSHOT"
+command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is missing on this worker" >&2; exit "$LAUNCH_NO_SETSID"; }
+if [ "$max_attempts" -gt 1 ]; then
+  printf '==== tpurun: attempt %s of %s on %s at %s ====\n' "$attempt" "$max_attempts" "$(hostname)" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$log"
+fi
+export pidf exitf job_env
+# Fd 9, when open, is this worker's reservation (reserve.sh): the wrapper
+# keeps it while the job runs, and the job does not get it.
+if command -v perl >/dev/null 2>&1; then
+  launched=$(perl_wrapper "$@")
+  case $launched in
+    *[0-9]\ [0-9]*) wrapper=${launched%% *} pid=${launched#* } ;;
+    *) echo "the job did not start (the wrapper failed); see $log" >&2; exit "$LAUNCH_NOT_STARTED" ;;
+  esac
+else
+  sh_wrapper "$@"
+  wrapper=$!
+  pid=
+fi
+if [ -n "${tpurun_reserved:-}" ]; then
+  printf '%s %s %s %s\n' "$wrapper" "$run_id" "${tpurun_me:-$(id -un)}" "${tpurun_since:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}" \
+    >"$record.tmp$$" && mv -f "$record.tmp$$" "$record"
+fi
+exec 9<&-
+tries=0
+while [ -z "$pid" ] && [ ! -s "$pidf" ]; do
+  tries=$((tries + 1))
+  if [ "$tries" -gt 200 ]; then echo "the job did not start within 20s; see $log" >&2; exit "$LAUNCH_NOT_STARTED"; fi
+  sleep 0.1
+done
+[ -n "$pid" ] || read -r pid _ < "$pidf"
+echo "$LAUNCHED $pid"

@@ -1,0 +1,91 @@
+# `tpurun gc` on a worker without a shared mount (staging/worker_gc.hpp;
+# docs/protocols.md): run by the worker's python3 as the login user, this
+# program on its stdin. It shows in ps as "tpurun-gc".
+#
+# argv: ROOT USER OLDER_THAN_S DRY_RUN NOW [KEEP...]. Prints "removed NAME",
+# "objects N BYTES", "error WHY". Snapshots (read-only dirs) are made
+# writable before removal, and their kept manifests go with them; the
+# content freed is each removed file that no other snapshot links (one
+# link). The .objects/ store of earlier builds loses what nothing links.
+import os
+import re
+import shutil
+import stat
+import sys
+
+# tpurun-embed: include lib/proc_title.py
+# tpurun-embed: include lib/files_under.py
+
+proc_title("tpurun-gc")
+root, user, older, dry, now = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
+keep = set(sys.argv[6:])
+udir = os.path.join(root, user)
+n = size = 0
+
+
+def freed(st):
+    global n, size
+    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+        n += 1
+        size += st.st_size
+
+
+def rm_tree(path, count):
+    for top, dirs, files in os.walk(path):
+        if not dry:
+            os.chmod(top, 0o700)
+        for f in files:  # each counted as it goes: a file two removed snapshots share counts once
+            p = os.path.join(top, f)
+            try:
+                if count:
+                    freed(os.lstat(p))
+                if not dry:
+                    os.unlink(p)
+            except OSError:
+                pass
+    if not dry:
+        shutil.rmtree(path)
+
+
+def rm_file(path):
+    if not dry:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+try:
+    st = os.lstat(udir)
+except FileNotFoundError:
+    print("objects 0 0")
+    sys.exit(0)
+if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+    print("error %s is not your own dir" % udir)
+    sys.exit(0)
+snap = re.compile(r"^[0-9]{12}-[a-z0-9]{6}-[0-9a-z]+-code$")
+for name in sorted(os.listdir(udir)):
+    path = os.path.join(udir, name)
+    try:
+        age = now - os.lstat(path).st_mtime
+    except OSError:
+        continue
+    if name.startswith(".tmp-") and age > 3600:
+        rm_tree(path, False)
+    elif ".tmp-" in name and name.startswith((".manifest-", ".tree-")) and age > 3600:
+        rm_file(path)
+    elif snap.match(name) and age > older and name not in keep:
+        print("removed " + name)
+        rm_tree(path, True)
+        rm_file(os.path.join(udir, ".manifest-" + name))
+for name in os.listdir(udir):
+    path = os.path.join(udir, name)
+    if name.startswith(".tree-") and not os.path.exists(path):
+        rm_file(path)
+    elif name.startswith(".manifest-") and ".tmp-" not in name and not os.path.isdir(os.path.join(udir, name[10:])):
+        rm_file(path)
+for path, name, st in files_under(os.path.join(udir, ".objects")):
+    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+        freed(st)
+        rm_file(path)
+print("objects %d %d" % (n, size))
