@@ -11,7 +11,7 @@ endfunction()
 set(TPURUN_UNITY_SKIP_SRC
   cloud/up.cpp pod/placement.cpp pod/tpu_recreate.cpp pod/jsonc.cpp pod/config.cpp
   runs/follow/follow_loop.cpp runs/recreate/recreate.cpp runs/recreate/recreate_rules.cpp
-  runs/stage/stage.cpp runs/stage/stage_carry_out.cpp
+  runs/stage/stage.cpp runs/stage/stage_start.cpp
   runs/watcher/gang.cpp runs/watcher/log_mirror.cpp runs/watcher/records_verdict.cpp
   runs/watcher/restart_check.cpp runs/watcher/restart_codes.cpp
   staging/push.cpp staging/size_guard.cpp staging/snapshot.cpp staging/snapshot_build.cpp

@@ -75,7 +75,7 @@ void BoardScanner::load(Pod& pod) {
     pod.transport.reset();
     pod.error.clear();
     pod.gcloud_state = e.node().state;
-    pod.gcloud_health = describe_state(e.node()).substr(e.node().state.size());
+    pod.gcloud_health = node_state_text(e.node()).substr(e.node().state.size());
     if (pod.gcloud) {  // no VM, or one not READY yet: its queued resource says more
       const CloudState cloud = board_cloud_state(*pod.gcloud, e.node().state, ctx_.processes, WallClock::now());
       if (!cloud.state.empty()) {

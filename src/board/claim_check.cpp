@@ -22,7 +22,7 @@ std::string claim_left(const Claim& claim, WallClock::time_point now) {
   return fmt::format("{} left (until {})", format_age(left), format_utc_time(claim.expires_at));
 }
 
-std::string describe_claim(const Claim& claim, WallClock::time_point now) {
+std::string claim_text(const Claim& claim, WallClock::time_point now) {
   return fmt::format("{}, {}{}", claim.user, claim_left(claim, now), claim.note.empty() ? "" : ": " + claim.note);
 }
 
@@ -71,12 +71,12 @@ void respect_claim(const std::string& logs_root, const std::string& pod, bool ig
   if (!held || held->user == claim_user()) return;
   if (ignore_claim) {
     fmt::print(ctx.err, "tpurun: --ignore-claim: going ahead on pod '{}' claimed by {}\n", pod,
-               describe_claim(*held, now));
+               claim_text(*held, now));
     return;
   }
   throw UsageError(fmt::format("pod '{}' is claimed by {}; ask them, pick another pod, or pass --ignore-claim "
                                "(see tpurun claims)",
-                               pod, describe_claim(*held, now)));
+                               pod, claim_text(*held, now)));
 }
 
 }  // namespace
@@ -96,7 +96,7 @@ std::optional<std::string> claimed_by_another(const std::string& logs_root, cons
     std::vector<std::string> warnings;
     auto held = Board(logs_root).holder(pod, now, &warnings);
     for (const std::string& w : warnings) say("warning: " + w);
-    if (held && held->user != user) return describe_claim(*held, now);
+    if (held && held->user != user) return claim_text(*held, now);
   } catch (const std::exception& e) {
     return fmt::format("(unknown: the pod's claims cannot be read: {})", e.what());
   }

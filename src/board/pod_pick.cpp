@@ -29,7 +29,7 @@ std::string skip_reason(const std::string& name, bool ignore_claim, Context& ctx
   if (!pod.logs_root.empty() && !ignore_claim) {
     try {
       auto held = Board(pod.logs_root).holder(pod.name, now);
-      if (held && held->user != claim_user()) return "claimed by " + describe_claim(*held, now);
+      if (held && held->user != claim_user()) return "claimed by " + claim_text(*held, now);
     } catch (const std::exception& e) {
       fmt::print(ctx.err, "tpurun: warning: claims of pod '{}': {}\n", name, e.what());
     }

@@ -71,7 +71,7 @@ int run_claim(const ClaimOptions& o, Context& ctx) {
     auto held = board.holder(pod.name, now, &warnings);
     print_warnings(warnings, ctx);
     if (held && (held->user != user || !o.extend)) {
-      fmt::print(ctx.out, "dry run: would be refused: pod '{}' is claimed by {}\n", pod.name, describe_claim(*held, now));
+      fmt::print(ctx.out, "dry run: would be refused: pod '{}' is claimed by {}\n", pod.name, claim_text(*held, now));
       return 1;
     }
     fmt::print(ctx.out, "dry run: would claim pod '{}' for {} until {}\n", pod.name, user,
@@ -86,7 +86,7 @@ int run_claim(const ClaimOptions& o, Context& ctx) {
     return 1;
   }
   if (!out.ok) {
-    fmt::print(ctx.err, "tpurun: pod '{}' is already claimed by {}\n", pod.name, describe_claim(out.claim, now));
+    fmt::print(ctx.err, "tpurun: pod '{}' is already claimed by {}\n", pod.name, claim_text(out.claim, now));
     return 1;
   }
   fmt::print(ctx.out, "claimed pod '{}' for {}: {}\n", pod.name, user, claim_left(out.claim, now));
@@ -109,7 +109,7 @@ int run_release(const ReleaseOptions& o, Context& ctx) {
   auto held = board.holder(pod.name, now);
   if (!held || held->user != user) {
     fmt::print(ctx.err, "tpurun: you hold no claim on pod '{}'{}\n", pod.name,
-               held ? " (it is claimed by " + describe_claim(*held, now) + ")" : "");
+               held ? " (it is claimed by " + claim_text(*held, now) + ")" : "");
     return 1;
   }
   if (o.dry_run) {
@@ -146,7 +146,7 @@ int run_claims(const ClaimsOptions& o, Context& ctx) {
                          {"created_at", format_utc_time(c.created_at)}, {"expires_at", format_utc_time(c.expires_at)},
                          {"seconds_left", std::chrono::duration_cast<std::chrono::seconds>(c.expires_at - now).count()},
                          {"file", c.file}});
-      lines.push_back(fmt::format("{:<16} {}", c.pod, describe_claim(c, now)));
+      lines.push_back(fmt::format("{:<16} {}", c.pod, claim_text(c, now)));
     }
   }
   if (o.json) {

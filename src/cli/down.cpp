@@ -22,7 +22,7 @@ namespace {
 
 std::string what_is_there(const DownFacts& f, const GcloudSpec& spec) {
   std::string text = fmt::format("TPU VM {} in {}: {}", spec.name, spec.zone,
-                                 f.node.state == "NOT_FOUND" ? "no VM" : describe_state(f.node));
+                                 f.node.state == "NOT_FOUND" ? "no VM" : node_state_text(f.node));
   if (f.qr.state != "NOT_FOUND") text += fmt::format("; queued resource {}: {}", f.qr.name, f.qr.state);
   if (!f.made_by.empty()) text += fmt::format(" (made by tpurun for {})", f.made_by);
   return text;

@@ -69,7 +69,7 @@ nlohmann::json workers_json(const std::vector<std::pair<Worker, WorkerGcReport>>
   return out;
 }
 
-std::string describe(const KeptSnapshot& kept) {
+std::string kept_text(const KeptSnapshot& kept) {
   std::string runs;
   for (const SnapshotUser& run : kept.runs) {
     runs += fmt::format("{}run {} ({})", runs.empty() ? "" : ", ", run.run_id, run.state);
@@ -130,7 +130,7 @@ int run_gc(const GcOptions& o, Context& ctx) {
   } else {
     const char* verb = o.dry_run ? "would remove" : "removed";
     for (const std::string& dir : report.snapshots_removed) fmt::print(ctx.out, "{} {}\n", verb, dir);
-    for (const KeptSnapshot& k : report.kept) fmt::print(ctx.out, "{}\n", describe(k));
+    for (const KeptSnapshot& k : report.kept) fmt::print(ctx.out, "{}\n", kept_text(k));
     fmt::print(ctx.out, "{} {} snapshots and {} unused objects ({:.1f} MiB)\n", verb,
                report.snapshots_removed.size(), report.objects_removed, report.bytes_freed / 1048576.0);
     for (const std::string& error : report.errors) fmt::print(ctx.err, "tpurun: {}\n", error);

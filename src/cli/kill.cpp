@@ -28,7 +28,9 @@
 namespace tpurun::cli {
 int parse_grace(const std::string& text) {
   const auto ms = parse_duration(text).count();
-  if (ms > 24 * 3600 * 1000LL) throw UsageError(fmt::format("--grace {}: at most 24h", text));
+  if (ms > kMaxGraceMs) {
+    throw UsageError(fmt::format("--grace {}: at most {}", text, format_duration_ms(kMaxGraceMs)));
+  }
   return static_cast<int>(ms);
 }
 
@@ -36,8 +38,9 @@ CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
   CLI::App* cmd =
       app.add_subcommand("kill", "Stop your jobs that hold the TPU, on every worker, and verify it is free");
   add_target_options(*cmd, o.target);
-  cmd->add_option("--run", o.run, "Only this tpurun run (its TPURUN_RUN_ID); your other jobs are left alone");
-  cmd->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL")->default_str("10s");
+  cmd->add_option("--run", o.run,
+                  "Only this tpurun run (its id, a unique prefix, or 'last'); your other jobs are left alone");
+  cmd->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL")->capture_default_str();
   cmd->add_flag("--dry-run", o.dry_run, "Show exactly what would be signalled and removed; signal nothing");
   cmd->add_flag("--json", o.json, "Print one JSON record per worker (schema: docs/ownership.md)");
   cmd->add_flag("--force", o.force,
@@ -127,7 +130,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
   // prefix is made whole, so the kill and its watcher agree on one run.
   std::optional<std::string> run_dir;
   if (!o.run.empty() && !target.pod.logs_root.empty()) {
-    run_dir = resolve_run_dir(target.pod.logs_root, local_user(ctx.env), o.run);
+    run_dir = find_run_dir(target.pod.logs_root, local_user(ctx.env), o.run);
     request.options.run_id = std::filesystem::path(*run_dir).filename().string();
   }
 
@@ -144,7 +147,10 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     };
   }
 
-  if (!o.dry_run) stop_watchers(target, o.run, local_user(ctx.env), printer);
+  // The run as found above ("last" and a prefix made whole), so its watcher
+  // hears of the kill before any job gets a signal: a job's SIGTERM exit
+  // would otherwise count as a failure, and --restarts relaunch it.
+  if (!o.dry_run) stop_watchers(target, request.options.run_id.value_or(""), local_user(ctx.env), printer);
   auto transport = ctx.make_transport(target.pod);
   printer.progress(
       fmt::format("{} on {}...", o.dry_run ? "scanning" : "killing", count_of(target.workers.size(), "worker")));

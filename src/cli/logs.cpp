@@ -37,7 +37,7 @@ int run_logs(const LogsOptions& o, Context& ctx) {
   PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   const std::string user = local_user(ctx.env);
-  const std::string dir = resolve_run_dir(pod.logs_root, user, o.run);
+  const std::string dir = find_run_dir(pod.logs_root, user, o.run);
   RunRecord run = read_run_record(dir);
   std::vector<Worker> workers;
   for (const Worker& w : run.workers) {

@@ -137,7 +137,7 @@ int run_profile(const ProfileOptions& o, Context& ctx) {
   PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   const std::string user = local_user(ctx.env);
-  const RunRecord run = read_run_record(resolve_run_dir(pod.logs_root, user, o.run));
+  const RunRecord run = read_run_record(find_run_dir(pod.logs_root, user, o.run));
   if (!ctx.pod_request.pod && run.pod != pod.name) {
     // The run's own pod (a multi-slice run's, say) has its workers' SSH settings.
     if (auto other = other_pod_of_run(pod, run.run_id, ctx)) {

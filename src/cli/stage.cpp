@@ -9,6 +9,7 @@
 #include <map>
 
 #include "cli/down.hpp"
+#include "cli/kill.hpp"
 #include "tpurun/board/pod_pick.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/follow/follow.hpp"
@@ -21,17 +22,6 @@
 #include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
-namespace {
-
-struct GangFlags {
-  long long lost_after_ms = 60000;
-  long long grace_ms = 10000;
-  std::string restart_on_exit_codes;  // RestartCodes::text(), "" when not given
-  int max_preemptions = kDefaultMaxPreemptions;
-  long long stall_after_ms = 30 * 60 * 1000;
-};
-
-}  // namespace
 
 CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   CLI::App* cmd = app.add_subcommand(
@@ -64,9 +54,9 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
   cmd->add_option("--on-failure", o.on_failure,
                   "stop: when one worker fails or is lost, stop the run on every worker (a TPU pod makes "
                   "no progress without all of them); continue: let the others run on")
-      ->default_str("stop");
+      ->capture_default_str();
   cmd->add_option("--restarts", o.restarts, "After a failure, relaunch the whole run up to N times (TPURUN_ATTEMPT)")
-      ->default_str("0");
+      ->capture_default_str();
   cmd->add_option("--restart-on-exit-codes", o.restart_on_exit_codes,
                   "Restart only failures with these exit codes: xpk's 42 and 127-255 (signals, a lost worker), "
                   "plus LIST, e.g. 1,3-5; other codes end the run at once")
@@ -80,19 +70,21 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
                 "as it was, run the pod's \"setup\" on it (with no shared mount: copy the snapshot to it) and resume "
                 "the run (uses up no --restarts)");
   cmd->add_option("--max-preemptions", o.max_preemptions,
-                  "With --recreate: how many preemptions to recover from (default 3); the next one ends the run")
+                  fmt::format("With --recreate: how many preemptions to recover from (default {}); the next one "
+                              "ends the run", GangRules{}.max_preemptions))
       ->type_name("M");
   cmd->add_option("--lost-after", o.lost_after, "A worker unreachable for this long counts as lost")
-      ->default_str("60s");
-  cmd->add_option("--grace", o.grace, "When stopping the run: time between SIGTERM and SIGKILL")->default_str("10s");
+      ->capture_default_str();
+  cmd->add_option("--grace", o.grace, "When stopping the run: time between SIGTERM and SIGKILL")
+      ->capture_default_str();
   cmd->add_option("--stall-after", o.stall_after,
                   "A run whose every worker shows 0% duty cycle (libtpu's metrics, as `tpurun top`) and no new "
                   "log line for this long is stalled: `tpurun runs` says so")
-      ->default_str("30m");
+      ->capture_default_str();
   cmd->add_option("--on-stall", o.on_stall,
                   "report: only say so; stop: stop the run on every worker, as a failure; restart: the same, "
                   "then relaunch it if --restarts allows")
-      ->default_str("report");
+      ->capture_default_str();
   cmd->add_option("--megascale-port", o.megascale_port,
                   "Multi-slice runs: MEGASCALE_PORT and the coordinator's port (default: the pod's "
                   "\"megascale_port\", else 8080)")
@@ -199,7 +191,7 @@ Examples:
   return cmd;
 }
 
-GangFlags parse_gang_flags(const StageOptions& o) {
+GangRules parse_gang_flags(const StageOptions& o) {
   if (o.on_failure != "stop" && o.on_failure != "continue") {
     throw UsageError(fmt::format("--on-failure {}: use stop (the default: one failure stops the whole run) or "
                                  "continue", o.on_failure));
@@ -207,14 +199,15 @@ GangFlags parse_gang_flags(const StageOptions& o) {
   if (o.restarts < 0 || o.restarts > 1000) {
     throw UsageError(fmt::format("--restarts {}: give a count from 0 (no restarts) to 1000", o.restarts));
   }
-  GangFlags flags;
-  flags.lost_after_ms = parse_duration(o.lost_after).count();
-  if (flags.lost_after_ms < 1000) {
+  GangRules rules;
+  rules.on_failure = o.on_failure;
+  rules.restarts = o.restarts;
+  rules.lost_after_ms = parse_duration(o.lost_after).count();
+  if (rules.lost_after_ms < 1000) {
     throw UsageError(fmt::format("--lost-after {}: must be at least 1s (a worker is lost after being "
                                  "unreachable this long)", o.lost_after));
   }
-  flags.grace_ms = parse_duration(o.grace).count();
-  if (flags.grace_ms > 3600 * 1000LL) throw UsageError(fmt::format("--grace {}: at most 1h", o.grace));
+  rules.grace_ms = parse_grace(o.grace);
   if (o.restart_on_exit_codes) {
     std::string why;
     auto codes = RestartCodes::parse(*o.restart_on_exit_codes, &why);
@@ -222,8 +215,9 @@ GangFlags parse_gang_flags(const StageOptions& o) {
     if (o.restarts == 0) {
       throw UsageError("--restart-on-exit-codes limits which failures --restarts relaunches: give --restarts N too");
     }
-    flags.restart_on_exit_codes = codes->text();
+    rules.restart_on_exit_codes = codes->text();
   }
+  rules.recreate = o.recreate;
   if (o.max_preemptions) {
     if (!o.recreate) {
       throw UsageError("--max-preemptions bounds how often --recreate brings a preempted TPU VM back: add --recreate");
@@ -231,18 +225,19 @@ GangFlags parse_gang_flags(const StageOptions& o) {
     if (*o.max_preemptions < 0 || *o.max_preemptions > 100) {
       throw UsageError(fmt::format("--max-preemptions {}: give a count from 0 to 100", *o.max_preemptions));
     }
-    flags.max_preemptions = *o.max_preemptions;
+    rules.max_preemptions = *o.max_preemptions;
   }
   if (o.on_stall != "report" && o.on_stall != "stop" && o.on_stall != "restart") {
     throw UsageError(fmt::format("--on-stall {}: use report (the default: only say so), stop or restart",
                                  o.on_stall));
   }
-  flags.stall_after_ms = parse_duration(o.stall_after).count();
-  if (flags.stall_after_ms < 1000) {
+  rules.on_stall = o.on_stall;
+  rules.stall_after_ms = parse_duration(o.stall_after).count();
+  if (rules.stall_after_ms < 1000) {
     throw UsageError(fmt::format("--stall-after {}: must be at least 1s (a run is stalled after this long at 0% "
                                  "duty cycle with no new log line)", o.stall_after));
   }
-  return flags;
+  return rules;
 }
 
 namespace {
@@ -251,7 +246,7 @@ void print_dry_run(const StagePlan& plan, std::FILE* out) {
   const Target& target = plan.target;
   fmt::print(out, "dry run: nothing is staged, created or launched.\n");
   fmt::print(out, "pod '{}': {} of {} workers\n", target.pod.name, target.workers.size(), target.pod.workers.size());
-  if (plan.slices) fmt::print(out, "{}\n", describe_multislice(target.pod, *plan.slices));
+  if (plan.slices) fmt::print(out, "{}\n", multislice_text(target.pod, *plan.slices));
   for (const Worker& w : target.workers) fmt::print(out, "  {}\n", w.display());
   fmt::print(out, "snapshot of {} into {}/{}/<yymmddHHMMSS>-<rand>-<sha>-code\n", plan.source_dir,
              target.pod.staging_root, plan.user);
@@ -265,7 +260,8 @@ void print_dry_run(const StagePlan& plan, std::FILE* out) {
   if (recreate.empty()) return;
   fmt::print(out, "if TPU VM {} is PREEMPTED, TERMINATED or deleted (--recreate, at most {} time{}), the run's "
                   "watcher runs:\n",
-             target.pod.gcloud->name, plan.request.max_preemptions, plan.request.max_preemptions == 1 ? "" : "s");
+             target.pod.gcloud->name, plan.request.gang.max_preemptions,
+             plan.request.gang.max_preemptions == 1 ? "" : "s");
   for (const auto& argv : recreate) fmt::print(out, "  {}\n", shell_display(argv));
   if (target.pod.setup_script.empty()) {
     fmt::print(out, "  (no \"setup\" script for pod '{}': nothing is set up on the new VM)\n", target.pod.name);
@@ -295,8 +291,8 @@ nlohmann::json launch_json(const StagedRun& run, const StagePlan& plan) {
 
 int run_stage(const StageOptions& o, Context& ctx) {
   if (o.argv.empty()) throw UsageError("nothing to run: give the command after -- (see tpurun stage --help)");
-  const GangFlags gang = parse_gang_flags(o);
   StageRequest request;
+  request.gang = parse_gang_flags(o);
   request.env = resolve_job_env(o.env, ctx.env);
   request.argv = o.argv;
   request.tags = o.tags;
@@ -307,15 +303,6 @@ int run_stage(const StageOptions& o, Context& ctx) {
   request.megascale_port = o.megascale_port;
   request.skip_preflight = o.skip_preflight;
   request.kill_previous = o.kill_previous;
-  request.on_failure = o.on_failure;
-  request.restarts = o.restarts;
-  request.lost_after_ms = gang.lost_after_ms;
-  request.grace_ms = gang.grace_ms;
-  request.restart_on_exit_codes = gang.restart_on_exit_codes;
-  request.recreate = o.recreate;
-  request.max_preemptions = gang.max_preemptions;
-  request.stall_after_ms = gang.stall_after_ms;
-  request.on_stall = o.on_stall;
   // The watcher deletes only the VM whose id it recorded at stage time: that
   // id must be today's, not a kept describe's from before a recreate.
   if (o.recreate) ctx.pod_request.describe_fresh = true;
@@ -337,7 +324,7 @@ int run_stage(const StageOptions& o, Context& ctx) {
   }
 
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  const StagedRun run = carry_out(plan, ctx, printer);
+  const StagedRun run = start_run(plan, ctx, printer);
   const size_t launched = run.launched.outcomes.size();
   if (run.running.size() < launched) {
     print_failure_summary(printer, run.launched.outcomes);

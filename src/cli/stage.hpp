@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/app.hpp"
+#include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/stage/job_env.hpp"
 #include "tpurun/transport/context.hpp"
 
@@ -23,18 +24,18 @@ struct StageOptions {
   bool kill_previous = false;
   bool raw = false;  // --raw: no collapsing of identical lines
   int megascale_port = 0;  // --megascale-port; 0: the pod's (multi-slice runs only)
-  // The gang rules (docs/runs.md).
-  std::string on_failure = "stop";  // stop | continue
-  int restarts = 0;
-  std::string lost_after = "60s";
-  std::string grace = "10s";
+  // The gang rules (docs/runs.md), as given; their defaults are GangRules'.
+  std::string on_failure = GangRules{}.on_failure;  // stop | continue
+  int restarts = GangRules{}.restarts;
+  std::string lost_after = format_duration_ms(GangRules{}.lost_after_ms);
+  std::string grace = format_duration_ms(GangRules{}.grace_ms);
   // --restart-on-exit-codes [LIST]: "" when given bare (xpk's 42 and 127-255)
   std::optional<std::string> restart_on_exit_codes;
   bool recreate = false;                // --recreate: create a preempted TPU VM again
   bool down = false;                    // --down: `tpurun down` once the run has ended
-  std::optional<int> max_preemptions;   // --max-preemptions (default 3)
-  std::string stall_after = "30m";
-  std::string on_stall = "report";
+  std::optional<int> max_preemptions;   // --max-preemptions (only with --recreate)
+  std::string stall_after = format_duration_ms(GangRules{}.stall_after_ms);
+  std::string on_stall = GangRules{}.on_stall;
   std::vector<std::string> argv;  // after --
 };
 

@@ -47,7 +47,7 @@ std::vector<TensorBoardRun> resolve_runs(const std::vector<std::string>& wanted,
   std::vector<RunRecord> records;
   std::set<std::string> seen;
   for (const std::string& run : wanted) {
-    RunRecord record = read_run_record(resolve_run_dir(pod.logs_root, user, run));
+    RunRecord record = read_run_record(find_run_dir(pod.logs_root, user, run));
     if (seen.insert(record.run_id).second) records.push_back(std::move(record));
   }
   std::vector<std::string> names = tensorboard_names(records);

@@ -185,7 +185,7 @@ int run_up(const UpOptions& o, Context& ctx) {
     throw std::runtime_error(fmt::format(
         "pod '{}': TPU VM {} exists in {} and is {}: `tpurun down --yes` deletes it (and its queued resource), "
         "then `tpurun up` makes it again",
-        pod.name, job.gcloud.name, pod.gcloud->zone, describe_state(now)));
+        pod.name, job.gcloud.name, pod.gcloud->zone, node_state_text(now)));
   }
   forget_describe(*pod.gcloud, ctx.env);
   printer.note(fmt::format("pod '{}': making TPU VM {} ({}, {}) {} in {}", pod.name, job.gcloud.name,

@@ -225,7 +225,7 @@ class Provision {
     } catch (const std::exception&) {
       return std::nullopt;  // not there yet
     }
-    io_.status(fmt::format("TPU VM {} in {}: {}", where.name, where.zone, describe_state(node)));
+    io_.status(fmt::format("TPU VM {} in {}: {}", where.name, where.zone, node_state_text(node)));
     if (!node.ready() || !node.endpoint_error.empty() || node.workers.empty()) return std::nullopt;
     io_.say(fmt::format("TPU VM {} in {} is READY ({} {})", where.name, where.zone, node.workers.size(),
                         node.workers.size() == 1 ? "worker" : "workers"));

@@ -102,7 +102,7 @@ std::vector<std::string> read_known_hosts(const ConfigNode& node, const Environm
     return files;
   }
   if (!node.json().is_array())
-    node.fail("expected a file name or an array of them, found " + node.describe());
+    node.fail("expected a file name or an array of them, found " + node.value_text());
   for (const ConfigNode& item : node.elements())
     files.push_back(expand_home(item.as_nonempty_string(), env));
   if (files.empty()) node.fail("list at least one known_hosts file");
@@ -208,7 +208,7 @@ std::uint64_t read_byte_size(const ConfigNode& node) {
   }
   if (!bytes)
     node.fail("expected a number of bytes or a size such as \"500MB\" or \"1GiB\", found " +
-              node.describe());
+              node.value_text());
   if (*bytes == 0) node.fail("must be positive");
   return *bytes;
 }
@@ -283,7 +283,7 @@ ConfigFile parse_config(const std::string& text, const std::string& path, const 
   ConfigSource source{path, std::move(doc.lines)};
   ConfigNode root(doc.value, source);
   if (!doc.value.is_object())
-    root.fail("the top level must be an object, found " + root.describe());
+    root.fail("the top level must be an object, found " + root.value_text());
   root.allow_only(kTopKeys);
 
   ConfigFile config;

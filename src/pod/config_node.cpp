@@ -34,7 +34,7 @@ ConfigNode ConfigNode::child(const std::string& key) const {
 }
 
 void ConfigNode::expect_object() const {
-  if (!value_->is_object()) fail("expected an object, found " + describe());
+  if (!value_->is_object()) fail("expected an object, found " + value_text());
 }
 
 void ConfigNode::allow_only(const std::vector<std::string>& known_keys) const {
@@ -74,7 +74,7 @@ std::vector<std::pair<std::string, ConfigNode>> ConfigNode::members() const {
 }
 
 std::vector<ConfigNode> ConfigNode::elements() const {
-  if (!value_->is_array()) fail("expected an array, found " + describe());
+  if (!value_->is_array()) fail("expected an array, found " + value_text());
   std::vector<ConfigNode> out;
   for (size_t i = 0; i < value_->size(); ++i) {
     out.push_back(ConfigNode((*value_)[i], pointer_ + "/" + std::to_string(i),
@@ -84,7 +84,7 @@ std::vector<ConfigNode> ConfigNode::elements() const {
 }
 
 std::string ConfigNode::as_string() const {
-  if (!value_->is_string()) fail("expected a string, found " + describe());
+  if (!value_->is_string()) fail("expected a string, found " + value_text());
   return value_->get<std::string>();
 }
 
@@ -95,7 +95,7 @@ std::string ConfigNode::as_nonempty_string() const {
 }
 
 bool ConfigNode::as_bool() const {
-  if (!value_->is_boolean()) fail("expected true or false, found " + describe());
+  if (!value_->is_boolean()) fail("expected true or false, found " + value_text());
   return value_->get<bool>();
 }
 
@@ -108,10 +108,10 @@ std::int64_t ConfigNode::as_integer() const {
       return static_cast<std::int64_t>(u);
     fail("number too large");
   }
-  fail("expected an integer, found " + describe());
+  fail("expected an integer, found " + value_text());
 }
 
-std::string ConfigNode::describe() const {
+std::string ConfigNode::value_text() const {
   const auto& v = *value_;
   std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() > 40) text = text.substr(0, 37) + "...";

@@ -44,7 +44,7 @@ class ConfigNode {
   std::int64_t as_integer() const;
 
   // What the value is, for "expected X, found Y" messages: `a string ("10")`.
-  std::string describe() const;
+  std::string value_text() const;
 
  private:
   ConfigNode(const nlohmann::json& value, std::string pointer, std::string key_path,

@@ -113,7 +113,7 @@ std::vector<Worker> parse_gcloud_describe(const std::string& json_text, bool int
   return node.workers;
 }
 
-std::string describe_state(const TpuNode& node) {
+std::string node_state_text(const TpuNode& node) {
   std::string text = node.state.empty() ? "in an unknown state" : node.state;
   if (!node.health.empty() && node.health != "HEALTHY") {
     text += " (health " + node.health + (node.health_description.empty() ? "" : ": " + node.health_description) + ")";
@@ -134,7 +134,7 @@ std::string unavailable_message(const std::string& pod, const GcloudSpec& spec, 
                               "zone or project (`gcloud compute tpus tpu-vm list {}` lists them)",
                               spec.zone, spec.project.empty() ? "" : " of project " + spec.project, where);
   }
-  const std::string state = describe_state(node);
+  const std::string state = node_state_text(node);
   if (node.state == "PREEMPTED" || node.state == "TERMINATED") {
     return head + fmt::format("is {}: its workers and their jobs are gone, and it never comes back by itself. "
                               "Delete it and create it again (`gcloud compute tpus tpu-vm delete {} {}`, "

@@ -86,7 +86,7 @@ IgnoreRules load_ignore_rules(int root_fd) {
   return rules;
 }
 
-EntryKind describe_entry(int dir_fd, std::string_view name, SourceFile& file, int& error) {
+EntryKind classify_entry(int dir_fd, std::string_view name, SourceFile& file, int& error) {
   std::string name_z(name);
   struct stat st {};
   if (::fstatat(dir_fd, name_z.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -140,7 +140,7 @@ Result<SourceListing, StageError> list_git_files(const std::string& source_dir, 
     }
     SourceFile file;
     int error = 0;
-    switch (describe_entry(dir_fd, name, file, error)) {
+    switch (classify_entry(dir_fd, name, file, error)) {
       case EntryKind::staged:
         file.path = std::move(entry.path);
         listing.untracked += entry.untracked ? 1 : 0;

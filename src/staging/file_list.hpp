@@ -35,7 +35,7 @@ Result<SourceListing, StageError> walk_files(int root_fd, const IgnoreRules& rul
 enum class EntryKind { staged, directory, special, missing };
 // lstat's one directory entry into `file` (and reads a symlink's target).
 // `error` is set for a failure that must stop staging (EACCES, EIO, ...).
-EntryKind describe_entry(int dir_fd, std::string_view name, SourceFile& file, int& error);
+EntryKind classify_entry(int dir_fd, std::string_view name, SourceFile& file, int& error);
 
 StageError cancelled_error();
 

@@ -208,7 +208,7 @@ void note_pending(const SnapshotRequest& request, const std::string& name, const
   }
 }
 
-Result<StagedSnapshot, StageError> stage(
+Result<StagedSnapshot, StageError> build_snapshot(
     const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
     const std::function<void(const SnapshotProgress&)>& progress) {
   if (auto bad = check_user(request.user)) return unexpected(*bad);
@@ -310,7 +310,7 @@ Result<StagedSnapshot, StageError> create_snapshot(
     const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
     const std::function<void(const SnapshotProgress&)>& progress) {
   try {
-    return stage(request, processes, cancel, progress);
+    return build_snapshot(request, processes, cancel, progress);
   } catch (const std::exception& e) {  // the temp dir is gone already (TempDirGuard)
     return unexpected(StageError{std::string("staging failed: ") + e.what()});
   }

@@ -35,7 +35,7 @@ class TreeWalk {
       }
       SourceFile file;
       int error = 0;
-      EntryKind kind = describe_entry(dir_fd, entry->d_name, file, error);
+      EntryKind kind = classify_entry(dir_fd, entry->d_name, file, error);
       if (kind == EntryKind::directory) {  // d_type was DT_UNKNOWN
         if (!rules_.matches(path, true)) subdirs.emplace_back(entry->d_name);
       } else if (kind == EntryKind::staged) {

@@ -89,7 +89,7 @@ Result<WorkerKill, TransportError> kill_worker(Connection& connection, const Wor
     report.cleanup = plan_cleanup(predicted);
     if (report.cleanup.remove_lockfile) predicted.lockfile = LockfileState{};
     if (report.cleanup.remove_tpu_logs) predicted.tpu_logs.reset();
-    report.state = decide(predicted);
+    report.state = state_from_scan(predicted);
     return report;
   }
 
@@ -98,14 +98,14 @@ Result<WorkerKill, TransportError> kill_worker(Connection& connection, const Wor
     report.error =
         fmt::format("--run {} matches several of your runs here: {}; give more of the id",
                     request.options.run_id.value_or(""), fmt::join(report.plan.ambiguous_runs, ", "));
-    report.state = decide(before);
+    report.state = state_from_scan(before);
     return report;
   }
   if (!report.plan.empty()) {
     if (request.before_signal) {
       if (auto refused = request.before_signal(worker, before, report.plan)) {
         report.error = *refused;
-        report.state = decide(before);
+        report.state = state_from_scan(before);
         return report;
       }
     }
@@ -154,7 +154,7 @@ Result<WorkerKill, TransportError> kill_worker(Connection& connection, const Wor
     if (!report.cleaned.error.empty() && report.error.empty()) report.error = report.cleaned.error;
     current = after_cleanup(current, report.cleaned);
   }
-  report.state = decide(current);
+  report.state = state_from_scan(current);
   report.after = std::move(current);
   return report;
 }

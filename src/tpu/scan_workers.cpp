@@ -29,7 +29,7 @@ Result<WorkerScanResult, TransportError> scan_connection(Connection& connection,
                                    : scan.error();
     return result;
   }
-  result.state = decide(*scan);
+  result.state = state_from_scan(*scan);
   result.scan = std::move(*scan);
   return result;
 }

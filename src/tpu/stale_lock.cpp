@@ -68,7 +68,7 @@ Result<StaleLockCleanup, TransportError> clean_stale_lock(Connection& connection
                                                           const std::vector<std::string>& device_globs,
                                                           const CancelToken& cancel) {
   StaleLockCleanup cleanup;
-  cleanup.state = decide(scan);
+  cleanup.state = state_from_scan(scan);
   const CleanupPlan plan = plan_cleanup(scan);
   if (plan.empty()) {
     if (!plan.blocked.empty())
@@ -78,7 +78,7 @@ Result<StaleLockCleanup, TransportError> clean_stale_lock(Connection& connection
   auto result = run_cleanup(connection, plan, device_globs, cancel);
   if (!result) return unexpected(result.error());
   cleanup.result = std::move(*result);
-  cleanup.state = decide(after_cleanup(scan, cleanup.result));
+  cleanup.state = state_from_scan(after_cleanup(scan, cleanup.result));
   return cleanup;
 }
 

@@ -20,7 +20,7 @@ const char* to_string(TpuState state) {
   return "?";
 }
 
-TpuState decide(const LockScan& scan) {
+TpuState state_from_scan(const LockScan& scan) {
   bool mine = false;
   for (const ScannedProcess& p : scan.holders) {
     if (p.uid != scan.caller_uid) return TpuState::busy_other;

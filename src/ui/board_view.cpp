@@ -57,7 +57,7 @@ std::string format_board_line(const BoardEntry& e, WallClock::time_point now, si
     if (!down.empty()) parts.push_back(fmt::format("{} unreachable", compact_worker_set(down)));
   }
   line += fmt::format("{}", fmt::join(parts, "; "));
-  if (e.claim) line += fmt::format("{}claimed by {}", parts.empty() ? "" : "  ", describe_claim(*e.claim, now));
+  if (e.claim) line += fmt::format("{}claimed by {}", parts.empty() ? "" : "  ", claim_text(*e.claim, now));
   while (!line.empty() && line.back() == ' ') line.pop_back();
   return line;
 }

@@ -56,11 +56,11 @@ std::vector<std::string> worker_lines(const WorkerKill& r, const KillRequest& re
   for (const std::string& path : r.cleaned.removed) lines.push_back("removed " + path);
   for (const std::string& kept : r.cleaned.kept) lines.push_back("kept " + kept);
   for (const HolderJob& job : holder_jobs(r.plan.spared)) {
-    lines.push_back("not yours, not signalled: " + describe_job(job, kCommandWidth));
+    lines.push_back("not yours, not signalled: " + job_text(job, kCommandWidth));
   }
   for (const HolderJob& job : holder_jobs(r.plan.kept_own)) {
     lines.push_back(fmt::format("yours but not in run {}, not signalled: {}",
-                                request.options.run_id.value_or("?"), describe_job(job, kCommandWidth)));
+                                request.options.run_id.value_or("?"), job_text(job, kCommandWidth)));
   }
   if (!r.error.empty() && r.state != TpuState::unreachable) lines.push_back("error: " + r.error);
   return lines;

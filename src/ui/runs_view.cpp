@@ -116,7 +116,7 @@ std::string verdict_text(const RunView& run) {
   }
   if (!s.stalled_since.empty() && s.verdict == RunVerdict::running) {
     text += fmt::format(", stalled since {} (0% duty cycle, no new log line; on stall: {})", s.stalled_since,
-                        run.record.on_stall);
+                        run.record.gang.on_stall);
   }
   if (s.verdict == RunVerdict::preempted && !s.preemptions.empty()) text += ": " + s.preemptions.back().detail;
   if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);

@@ -149,7 +149,7 @@ std::string format_status_table(const std::string& pod_name, const std::vector<W
       if (p.uid != r.scan->caller_uid) others.push_back(p);
     }
     for (const HolderJob& job : holder_jobs(others)) {
-      holders += fmt::format("  {:<5} {}\n", r.worker.label(), describe_job(job, kCommandWidth));
+      holders += fmt::format("  {:<5} {}\n", r.worker.label(), job_text(job, kCommandWidth));
     }
   }
   if (!holders.empty()) {

@@ -10,7 +10,7 @@
 
 namespace tpurun {
 
-std::string describe_job(const HolderJob& job, size_t command_width) {
+std::string job_text(const HolderJob& job, size_t command_width) {
   const ScannedProcess& p = job.leader;
   std::string user = p.user.empty() ? "uid " + std::to_string(p.uid) : p.user;
   std::string line = fmt::format("{:<8} {:>7}  {:>6}  {}", user, p.pid, format_age(p.elapsed_s),

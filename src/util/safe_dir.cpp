@@ -34,8 +34,8 @@ DirProblem problem(DirProblem::Kind kind, const std::string& path, bool parent, 
   return p;
 }
 
-DirProblem describe(DirProblem::Kind kind, const std::string& path, bool parent,
-                    const struct stat& st) {
+DirProblem problem_with_owner(DirProblem::Kind kind, const std::string& path, bool parent,
+                              const struct stat& st) {
   DirProblem p = problem(kind, path, parent);
   p.owner = user_name(st.st_uid);
   p.owner_is_caller = st.st_uid == ::geteuid();
@@ -51,14 +51,14 @@ DirProblem describe(DirProblem::Kind kind, const std::string& path, bool parent,
 // when sticky. Own dirs must be the caller's and writable by the caller alone.
 std::optional<DirProblem> check(const struct stat& st, const std::string& path, bool parent) {
   using Kind = DirProblem::Kind;
-  if (S_ISLNK(st.st_mode)) return describe(Kind::symlink, path, parent, st);
-  if (!S_ISDIR(st.st_mode)) return describe(Kind::not_directory, path, parent, st);
+  if (S_ISLNK(st.st_mode)) return problem_with_owner(Kind::symlink, path, parent, st);
+  if (!S_ISDIR(st.st_mode)) return problem_with_owner(Kind::not_directory, path, parent, st);
   uid_t me = ::geteuid();
   bool owner_ok = parent ? (st.st_uid == 0 || st.st_uid == kSquashedRootUid || st.st_uid == me) : st.st_uid == me;
-  if (!owner_ok) return describe(Kind::foreign_owner, path, parent, st);
+  if (!owner_ok) return problem_with_owner(Kind::foreign_owner, path, parent, st);
   bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
   if (others_write && (!parent || (st.st_mode & S_ISVTX) == 0))
-    return describe(Kind::writable, path, parent, st);
+    return problem_with_owner(Kind::writable, path, parent, st);
   return std::nullopt;
 }
 

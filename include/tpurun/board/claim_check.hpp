@@ -18,7 +18,7 @@ std::string claim_user();
 // "2h03m left (until 2026-11-23T19:15:00Z)"
 std::string claim_left(const Claim& claim, WallClock::time_point now);
 // "bob, 2h03m left (until ...): note"
-std::string describe_claim(const Claim& claim, WallClock::time_point now);
+std::string claim_text(const Claim& claim, WallClock::time_point now);
 
 // The config file's pods (without gcloud lookups). Throws UsageError when
 // there is no config, or `pod` is given and unknown (with "did you mean").

@@ -31,7 +31,7 @@ struct TpuNode {
 TpuNode parse_tpu_node(const std::string& json_text, bool internal_ip);
 
 // "PREEMPTED (health UNHEALTHY_MAINTENANCE: ...)", or just "READY".
-std::string describe_state(const TpuNode& node);
+std::string node_state_text(const TpuNode& node);
 
 // A pod whose TPU VM is not READY (or is gone): its workers cannot be used.
 // what() says what gcloud reported and what to do about it.

@@ -110,10 +110,18 @@ struct WorkerKill {
   std::string error;                       // unreachable, failed scan, sudo refused, refused by before_signal
 };
 
+// --grace (kill's, and stage's for the run's gang stops): SIGTERM, then this
+// long for the job to exit on its own, then SIGKILL.
+inline constexpr int kDefaultGraceMs = 10 * 1000;
+// At most an hour: a job still running an hour after SIGTERM is hung, not
+// saving a checkpoint, and meanwhile the kill's connection to each worker
+// (and a run's watcher, before it can restart or end the run) waits on it.
+inline constexpr int kMaxGraceMs = 3600 * 1000;
+
 struct KillRequest {
   std::vector<std::string> device_globs;
   KillOptions options;
-  int grace_ms = 10000;
+  int grace_ms = kDefaultGraceMs;
   bool dry_run = false;
   // Called with each worker's plan before any of its processes is signalled
   // (from worker threads). Returning an error message skips that worker.

@@ -83,7 +83,9 @@ const char* to_string(TpuState state);
 // True for the states in which the caller may start a job (free only).
 inline bool is_free(TpuState state) { return state == TpuState::free; }
 
-TpuState decide(const LockScan& scan);
+// The worker's TPU state from one scan of it (docs/ownership.md: who holds
+// the TPU, and what an unprivileged scan can and cannot prove).
+TpuState state_from_scan(const LockScan& scan);
 
 struct ScanRequest {
   std::vector<std::string> device_globs;  // e.g. "/dev/accel*", "/dev/vfio/[0-9]*"

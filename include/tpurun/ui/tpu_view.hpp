@@ -13,7 +13,7 @@
 namespace tpurun {
 
 // "bob  4242  2h13m  python3 train.py --forever  (+2 in its group)"
-std::string describe_job(const HolderJob& job, size_t command_width);
+std::string job_text(const HolderJob& job, size_t command_width);
 
 // "free" in green, "busy-other" in red, ... when color is on.
 std::string paint_state(TpuState state, bool color, size_t pad = 0);

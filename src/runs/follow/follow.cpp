@@ -60,7 +60,7 @@ void print_summary(const RunRecord& run, const RunState& s, LinePrinter& printer
     std::string how = f.how == "lost" ? fmt::format("was lost (since {}): {}", f.since, f.detail)
                                       : f.detail + (f.at.empty() ? "" : " at " + f.at);
     if (f.how == "stalled") {
-      printer.note(fmt::format("the run {} (on stall: {})", how, run.on_stall));
+      printer.note(fmt::format("the run {} (on stall: {})", how, run.gang.on_stall));
     } else if (f.how == "out_of_space") {
       printer.note(fmt::format("the run failed: {}", f.detail));
     } else {

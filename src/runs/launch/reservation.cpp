@@ -149,7 +149,7 @@ void Reservations::reserve_one(Slot& slot, std::unique_ptr<Connection> connectio
   if (spec_.scan) {
     WorkerScanResult result{w.worker, TpuState::error, std::nullopt, ""};
     if (auto scan = parse_scan(answer.scan_text)) {
-      result.state = decide(*scan);
+      result.state = state_from_scan(*scan);
       result.scan = std::move(*scan);
     } else {
       result.error = scan.error();

@@ -51,7 +51,7 @@ struct ReservationHolder {
   std::string since;   // ISO 8601
 };
 // "bob's run RUN (pid 42, since 2026-11-26T08:00:00Z)"
-std::string describe(const ReservationHolder& holder);
+std::string holder_text(const ReservationHolder& holder);
 
 // What the worker's script answered.
 struct ReserveAnswer {

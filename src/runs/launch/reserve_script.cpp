@@ -71,7 +71,7 @@ ReserveAnswer parse_reserve_answer(const std::string& out) {
   return a;
 }
 
-std::string describe(const ReservationHolder& h) {
+std::string holder_text(const ReservationHolder& h) {
   const std::string run = h.run_id == "-" ? "a stage" : "run " + h.run_id;
   return fmt::format("{}'s {} (pid {}, since {})", h.user, run, h.pid, h.since);
 }

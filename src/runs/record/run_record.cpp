@@ -145,12 +145,12 @@ void write_run_record(const RunRecord& r, const std::string& git_diff) {
                      {"staged_dir", r.staged_dir}, {"log_dir", r.log_dir},
                      {"git", {{"sha", r.git_sha}, {"branch", r.git_branch}, {"dirty", r.git_dirty}}},
                      {"tree_hash", r.tree_hash}, {"created_at", r.created_at},
-                     {"gang", {{"on_failure", r.on_failure}, {"restarts", r.restarts},
-                               {"lost_after_ms", r.lost_after_ms}, {"grace_ms", r.grace_ms},
-                               {"stall_after_ms", r.stall_after_ms}, {"on_stall", r.on_stall}}}};
+                     {"gang", {{"on_failure", r.gang.on_failure}, {"restarts", r.gang.restarts},
+                               {"lost_after_ms", r.gang.lost_after_ms}, {"grace_ms", r.gang.grace_ms},
+                               {"stall_after_ms", r.gang.stall_after_ms}, {"on_stall", r.gang.on_stall}}}};
   if (!r.worker_log_dir.empty()) doc["on_workers"] = {{"staged_dir", r.worker_staged_dir}, {"log_dir", r.worker_log_dir}};
-  if (!r.restart_on_exit_codes.empty()) doc["gang"]["restart_on_exit_codes"] = r.restart_on_exit_codes;
-  if (r.recreate) doc["gang"].update({{"recreate", true}, {"max_preemptions", r.max_preemptions}});
+  if (!r.gang.restart_on_exit_codes.empty()) doc["gang"]["restart_on_exit_codes"] = r.gang.restart_on_exit_codes;
+  if (r.gang.recreate) doc["gang"].update({{"recreate", true}, {"max_preemptions", r.gang.max_preemptions}});
   if (r.megascale) {
     doc["slices"] = r.slices;
     doc["megascale"] = {{"num_slices", r.megascale->num_slices}, {"coordinator", r.megascale->coordinator},
@@ -200,16 +200,18 @@ RunRecord read_run_record(const std::string& log_dir) {
     r.tree_hash = doc.value("tree_hash", "");
     r.created_at = doc.value("created_at", "");
     if (doc.contains("gang") && doc["gang"].is_object()) {
+      // A field the record lacks keeps GangRules' default.
       const auto& g = doc["gang"];
-      r.on_failure = g.value("on_failure", "stop");
-      r.restarts = g.value("restarts", 0);
-      r.lost_after_ms = g.value("lost_after_ms", 60000LL);
-      r.grace_ms = g.value("grace_ms", 10000LL);
-      r.restart_on_exit_codes = g.value("restart_on_exit_codes", "");
-      r.recreate = g.value("recreate", false);
-      r.max_preemptions = g.value("max_preemptions", kDefaultMaxPreemptions);
-      r.stall_after_ms = g.value("stall_after_ms", 30 * 60 * 1000LL);
-      r.on_stall = g.value("on_stall", "report");
+      GangRules& rules = r.gang;
+      rules.on_failure = g.value("on_failure", rules.on_failure);
+      rules.restarts = g.value("restarts", rules.restarts);
+      rules.lost_after_ms = g.value("lost_after_ms", rules.lost_after_ms);
+      rules.grace_ms = g.value("grace_ms", rules.grace_ms);
+      rules.restart_on_exit_codes = g.value("restart_on_exit_codes", rules.restart_on_exit_codes);
+      rules.recreate = g.value("recreate", rules.recreate);
+      rules.max_preemptions = g.value("max_preemptions", rules.max_preemptions);
+      rules.stall_after_ms = g.value("stall_after_ms", rules.stall_after_ms);
+      rules.on_stall = g.value("on_stall", rules.on_stall);
     }
     return r;
   } catch (const nlohmann::json::exception& e) {
@@ -245,8 +247,13 @@ std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::
 }
 
 std::string find_run_dir(const std::string& logs_root, const std::string& user, const std::string& run) {
+  const std::vector<std::string> dirs = list_run_dirs(logs_root, user);
+  if (run == "last" || run == "latest") {
+    if (dirs.empty()) throw std::runtime_error(fmt::format("no runs of {} under {} yet", user, logs_root));
+    return dirs.front();
+  }
   std::vector<std::string> matches, ids;
-  for (const std::string& dir : list_run_dirs(logs_root, user)) {
+  for (const std::string& dir : dirs) {
     std::string id = fs::path(dir).filename();
     ids.push_back(id);
     if (id == run) return dir;
@@ -258,13 +265,6 @@ std::string find_run_dir(const std::string& logs_root, const std::string& user, 
   }
   throw std::runtime_error(fmt::format("no run '{}' of {} under {}{} — `tpurun runs` lists them", run, user,
                                        logs_root, did_you_mean(run, ids)));
-}
-
-std::string resolve_run_dir(const std::string& logs_root, const std::string& user, const std::string& run) {
-  if (run != "last" && run != "latest") return find_run_dir(logs_root, user, run);
-  auto dirs = list_run_dirs(logs_root, user);
-  if (dirs.empty()) throw std::runtime_error(fmt::format("no runs of {} under {} yet", user, logs_root));
-  return dirs.front();
 }
 
 const char* to_string(JobState s) {

@@ -115,7 +115,7 @@ std::optional<RunState> read_run_state(const std::string& log_dir, std::string* 
     s.verdict = *verdict;
     s.attempt = doc.value("attempt", 1);
     s.max_attempts = doc.value("max_attempts", 1);
-    s.on_failure = doc.value("on_failure", "stop");
+    s.on_failure = doc.value("on_failure", s.on_failure);
     for (const auto& w : doc.at("workers")) {
       WorkerStatus ws;
       ws.worker = w.at("worker");

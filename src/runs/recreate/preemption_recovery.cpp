@@ -33,7 +33,7 @@ PreemptionRecovery::PreemptionRecovery(const WatcherSetup& setup, Transport& tra
       cancel_(cancel),
       say_(std::move(say)),
       heartbeat_(std::move(heartbeat)),
-      recorded_id_(setup.record.recreate ? recorded_id(setup.record.log_dir) : "") {}
+      recorded_id_(setup.record.gang.recreate ? recorded_id(setup.record.log_dir) : "") {}
 
 bool PreemptionRecovery::give_up(GangMonitor& monitor, const std::string& why) {
   if (cancel_.cancelled() && !stop_requested(setup_.record.log_dir)) {
@@ -60,7 +60,7 @@ bool PreemptionRecovery::recover(GangMonitor& monitor, const RestartCheck& check
   p.since = failure && failure->how == "lost" && !failure->since.empty() ? failure->since : p.at;
   if (!monitor.preempted(p)) {
     message_ = check.gone;
-    if (!record.recreate) {
+    if (!record.gang.recreate) {
       say_(fmt::format("{}; it never comes back by itself: delete it and create it again, then stage the run "
                        "again (its logs stay here), or stage with --recreate",
                        check.gone));
@@ -71,8 +71,8 @@ bool PreemptionRecovery::recover(GangMonitor& monitor, const RestartCheck& check
       return false;
     }
     const std::string why = fmt::format("{} preemptions, and --max-preemptions {} allows {}",
-                                        monitor.state().preemptions.size(), record.max_preemptions,
-                                        record.max_preemptions);
+                                        monitor.state().preemptions.size(), record.gang.max_preemptions,
+                                        record.gang.max_preemptions);
     say_(fmt::format("{}; not recreated: {}", check.gone, why));
     if (Preemption* last = monitor.last_preemption()) {
       last->action = "not recreated";
@@ -82,7 +82,7 @@ bool PreemptionRecovery::recover(GangMonitor& monitor, const RestartCheck& check
     return false;
   }
   say_(fmt::format("{}: recreating it (preemption {} of at most {}; a preemption uses up no restart)", check.gone,
-                   monitor.state().preemptions.size(), record.max_preemptions));
+                   monitor.state().preemptions.size(), record.gang.max_preemptions));
   if (setup_.env_missing) return give_up(monitor, "this run's --env values were not kept on this host");
   heartbeat_();
 

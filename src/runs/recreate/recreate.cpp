@@ -214,7 +214,7 @@ class Recreate {
         return std::nullopt;
       }
       TpuNode node = describe();
-      const std::string state = describe_state(node);
+      const std::string state = node_state_text(node);
       if (state != last) io_.say(fmt::format("TPU VM {} is {}", job_.spec.name, state));
       last = state;
       if (node.ready() && node.endpoint_error.empty() && !node.workers.empty()) {

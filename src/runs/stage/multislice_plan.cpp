@@ -39,7 +39,7 @@ std::vector<std::string> slice_pods(const PodConfig& pod) {
   return names;
 }
 
-std::string describe_multislice(const PodConfig& pod, const MultiSlice& ms) {
+std::string multislice_text(const PodConfig& pod, const MultiSlice& ms) {
   std::vector<std::string> parts;
   for (const Slice& s : pod.slices) {
     parts.push_back(fmt::format("{}: w{}-{}", s.pod, s.first_worker, s.first_worker + s.num_workers - 1));

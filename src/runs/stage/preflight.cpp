@@ -19,7 +19,7 @@
 namespace tpurun {
 namespace {
 
-std::string describe(const ScannedProcess& p) {
+std::string process_text(const ScannedProcess& p) {
   std::string command = p.command.size() > 60 ? p.command.substr(0, 57) + "..." : p.command;
   return fmt::format("{} pid {} `{}` ({})", p.user.empty() ? "uid " + std::to_string(p.uid) : p.user, p.pid,
                      command, format_age(p.elapsed_s));
@@ -39,9 +39,9 @@ std::vector<std::string> other_holders(const LockScan& scan) {
       if (p->pid == pgid) leader = p;
     }
     std::string more = members.size() > 1 ? fmt::format(" (+{} in its group)", members.size() - 1) : "";
-    lines.push_back(describe(*leader) + more);
+    lines.push_back(process_text(*leader) + more);
   }
-  if (scan.lock_holder) lines.push_back(describe(*scan.lock_holder) + " holds the lock");
+  if (scan.lock_holder) lines.push_back(process_text(*scan.lock_holder) + " holds the lock");
   return lines;
 }
 
@@ -54,7 +54,7 @@ std::vector<std::string> reserved_lines(const Reservations& reservations, const 
     if (w.state != ReserveState::busy) continue;
     if (w.holders.empty()) others["a process whose holder record is gone"].push_back(w.worker.index);
     for (const ReservationHolder& h : w.holders) {
-      (h.user == user && h.run_id != "-" ? own[h.run_id] : others[describe(h)]).push_back(w.worker.index);
+      (h.user == user && h.run_id != "-" ? own[h.run_id] : others[holder_text(h)]).push_back(w.worker.index);
     }
   }
   std::vector<std::string> lines;

@@ -73,7 +73,7 @@ void check_recreate(const PodConfig& pod) {
 }  // namespace
 
 std::vector<std::vector<std::string>> planned_recreate(const StagePlan& plan, const std::string& log_dir) {
-  if (!plan.request.recreate || !plan.target.pod.gcloud) return {};
+  if (!plan.request.gang.recreate || !plan.target.pod.gcloud) return {};
   return recreate_commands(*plan.target.pod.gcloud, plan.target.pod.describe_json, log_dir);
 }
 
@@ -85,7 +85,7 @@ StagePlan plan_stage(StageRequest request, Context& ctx) {
   check_tags(request.tags, plan.target.pod.name);
   respect_claims(plan.target.pod, request.ignore_claim, ctx);
   plan.slices = plan_multislice(plan.target, request.megascale_port, request.env);
-  if (request.recreate) check_recreate(plan.target.pod);
+  if (request.gang.recreate) check_recreate(plan.target.pod);
   plan.user = local_user(ctx.env);
   plan.source_dir = std::filesystem::current_path().string();
   plan.project = project_name(plan.source_dir);

@@ -17,17 +17,15 @@ bool ended(WorkerState s) {
 
 }  // namespace
 
-GangPolicy gang_policy(const RunRecord& r) {
-  GangPolicy p;
-  p.stop_on_failure = r.on_failure != "continue";
-  p.max_attempts = 1 + std::max(0, r.restarts);
-  p.lost_after = std::chrono::milliseconds(r.lost_after_ms);
-  p.start_timeout = p.lost_after + std::chrono::seconds(60);
-  if (!r.restart_on_exit_codes.empty()) p.restart_on = RestartCodes::parse(r.restart_on_exit_codes);
-  p.recreate = r.recreate;
-  p.max_preemptions = r.max_preemptions;
-  return p;
-}
+GangPolicy::GangPolicy(const GangRules& rules)
+    : stop_on_failure(rules.on_failure != "continue"),
+      max_attempts(1 + std::max(0, rules.restarts)),
+      lost_after(rules.lost_after_ms),
+      start_timeout(lost_after + std::chrono::seconds(60)),
+      restart_on(rules.restart_on_exit_codes.empty() ? std::nullopt
+                                                      : RestartCodes::parse(rules.restart_on_exit_codes)),
+      recreate(rules.recreate),
+      max_preemptions(rules.max_preemptions) {}
 
 std::vector<int> worker_indices(const RunRecord& r) {
   std::vector<int> out;
@@ -35,7 +33,7 @@ std::vector<int> worker_indices(const RunRecord& r) {
   return out;
 }
 
-std::string describe_exit(int code) {
+std::string exit_code_text(int code) {
   if (code > 128 && code < 128 + 65) return fmt::format("killed by SIG{}", signal_abbrev(code - 128));
   return fmt::format("exited {}", code);
 }
@@ -97,13 +95,13 @@ void GangMonitor::update(WorkerStatus& w, Tracker& t, const WorkerSample& s, Tim
                          !(failed_this_attempt_ && state_.first_failure->worker == w.worker);
     if (stopped) {
       w.state = WorkerState::stopped;
-      w.detail = fmt::format("stopped by tpurun ({})", describe_exit(*s.exit_code));
+      w.detail = fmt::format("stopped by tpurun ({})", exit_code_text(*s.exit_code));
     } else if (*s.exit_code == 0) {
       w.state = WorkerState::succeeded;
       w.detail = "exited 0";
     } else {
       w.state = WorkerState::failed;
-      w.detail = describe_exit(*s.exit_code);
+      w.detail = exit_code_text(*s.exit_code);
       note_failure(w, s.exited_at.value_or(now), std::nullopt);
     }
     return;

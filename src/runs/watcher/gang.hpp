@@ -15,24 +15,26 @@
 
 namespace tpurun {
 
+// The gang rules a run was staged with (run.json's), as the monitor applies
+// them; a default GangPolicy is GangRules' defaults.
 struct GangPolicy {
-  bool stop_on_failure = true;  // --on-failure stop (else continue)
-  int max_attempts = 1;         // 1 + --restarts
-  std::chrono::milliseconds lost_after{60000};
+  GangPolicy() : GangPolicy(GangRules{}) {}
+  explicit GangPolicy(const GangRules& rules);
+
+  bool stop_on_failure;  // --on-failure stop (else continue)
+  int max_attempts;      // 1 + --restarts
+  std::chrono::milliseconds lost_after;
   // A job with no pid record this long after its attempt began never started
   // (its launcher was cut off): the worker is lost.
-  std::chrono::milliseconds start_timeout{120000};
+  std::chrono::milliseconds start_timeout;
   // --restart-on-exit-codes: a failure restarts only when its exit code is one
   // of these (a lost worker counts as 255); unset: every failure may.
   std::optional<RestartCodes> restart_on;
   // --recreate: a TPU VM found preempted is created again and the run goes on,
   // at most max_preemptions times; such an attempt does not use up a restart.
-  bool recreate = false;
-  int max_preemptions = kDefaultMaxPreemptions;
+  bool recreate;
+  int max_preemptions;
 };
-
-// The gang rules a run was staged with (run.json).
-GangPolicy gang_policy(const RunRecord& record);
 // The run's workers' global indices, in order.
 std::vector<int> worker_indices(const RunRecord& record);
 
@@ -128,6 +130,6 @@ class GangMonitor {
 };
 
 // "killed by SIGTERM" for 143, "exited 3" for 3.
-std::string describe_exit(int code);
+std::string exit_code_text(int code);
 
 }  // namespace tpurun

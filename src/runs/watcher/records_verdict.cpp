@@ -15,7 +15,7 @@ std::optional<RunState> verdict_from_records(const RunRecord& record, const RunS
     samples.push_back(WorkerSample{job.worker, job.pid, job.exit_code, Probe::none, "", job.exited_at,
                                    job.never_started});
   }
-  GangPolicy policy = gang_policy(record);
+  GangPolicy policy = GangPolicy(record.gang);
   policy.max_attempts = std::max(1, last.max_attempts);
   GangMonitor gang(policy, worker_indices(record), attempt);
   const auto stop_at = stop_requested_at(record.log_dir);

@@ -33,7 +33,7 @@ std::optional<TpuNode> described(const std::string& pod, const GcloudSpec& spec,
   try {
     TpuNode node = describe_node(pod, spec, processes);
     if (node.ready() && node.endpoint_error.empty()) return node;
-    const std::string what = fmt::format("TPU VM {} is {}", spec.name, describe_state(node));
+    const std::string what = fmt::format("TPU VM {} is {}", spec.name, node_state_text(node));
     if (gone_for_good(node.state)) {
       check.gone = what;
       check.gone_state = node.state;

@@ -17,14 +17,14 @@ StallWatch::StallWatch(const RunRecord& record, std::string logs_root, Transport
       transport_(transport),
       fanout_(fanout),
       say_(std::move(say)),
-      stall_(std::chrono::milliseconds(record.stall_after_ms)) {}
+      stall_(std::chrono::milliseconds(record.gang.stall_after_ms)) {}
 
 // A stall watch needs the metrics; a run watched by an older setup without
 // them simply never stalls.
 void StallWatch::start(const std::vector<Worker>& workers) {
   duty_.reset();  // one prober's connections at a time
   duty_ = std::make_unique<DutyProber>(transport_, workers, fanout_,
-                                       stall_poll_interval(std::chrono::milliseconds(record_.stall_after_ms)));
+                                       stall_poll_interval(std::chrono::milliseconds(record_.gang.stall_after_ms)));
 }
 
 // Bytes in the workers' logs: a new line anywhere makes it grow.
@@ -69,9 +69,10 @@ std::optional<StallWatch::Stalled> StallWatch::look() {
   stalled_since_ = format_utc_time(*since);
   const std::string detail =
       fmt::format("stalled: every worker at 0% duty cycle and no new log line since {}", stalled_since_);
-  say_(fmt::format("{} (--stall-after {}s, on stall: {})", detail, record_.stall_after_ms / 1000, record_.on_stall));
-  if (record_.on_stall == "report") return std::nullopt;
-  return Stalled{now, detail, record_.on_stall == "restart"};
+  say_(fmt::format("{} (--stall-after {}s, on stall: {})", detail, record_.gang.stall_after_ms / 1000,
+                   record_.gang.on_stall));
+  if (record_.gang.on_stall == "report") return std::nullopt;
+  return Stalled{now, detail, record_.gang.on_stall == "restart"};
 }
 
 void StallWatch::clear() {

@@ -64,7 +64,7 @@ Watcher::Watcher(const WatcherSetup& setup, Transport& transport, ProcessRunner&
       transport_(transport),
       processes_(processes),
       cancel_(cancel),
-      monitor_(gang_policy(setup.record), worker_indices(setup.record), resume_attempt(setup.record)),
+      monitor_(GangPolicy(setup.record.gang), worker_indices(setup.record), resume_attempt(setup.record)),
       self_(this_process_as_watcher()),
       workers_(with_aliases(setup.record.workers, setup.pod.workers)),
       recovery_(setup, transport, processes, cancel, [this](const std::string& text) { say(text); },
@@ -79,8 +79,8 @@ Watcher::Watcher(const WatcherSetup& setup, Transport& transport, ProcessRunner&
 
 int Watcher::run() {
   say(fmt::format("watching run {} (attempt {} of {}, on failure: {}, lost after {}s)", setup_.record.run_id,
-                  monitor_.state().attempt, monitor_.state().max_attempts, setup_.record.on_failure,
-                  setup_.record.lost_after_ms / 1000));
+                  monitor_.state().attempt, monitor_.state().max_attempts, setup_.record.gang.on_failure,
+                  setup_.record.gang.lost_after_ms / 1000));
   auto prober = std::make_unique<LivenessProber>(transport_, workers_, setup_.fanout, setup_.probe_every);
   stall_.start(workers_);
   if (mirror_) mirror_->start();
@@ -207,13 +207,13 @@ void Watcher::stop_gang() {
                                                             : worker_name(workers_, failure->worker) + " " +
                                                                   failure->detail + " first";
   say(fmt::format("{}: stopping the run's jobs on every worker (TERM, KILL after {}s)", what,
-                  setup_.record.grace_ms / 1000));
+                  setup_.record.gang.grace_ms / 1000));
   message_ = "stopping the other workers";
   save(true);
   KillRequest request;
   request.device_globs = setup_.pod.device_globs;
   request.options.run_id = setup_.record.run_id;
-  request.grace_ms = static_cast<int>(setup_.record.grace_ms);
+  request.grace_ms = static_cast<int>(setup_.record.gang.grace_ms);
   for (const WorkerKill& k : kill_on_workers(workers_, transport_, setup_.fanout, cancel_, request)) {
     const size_t n = k.gone_term.size() + k.gone_kill.size();
     if (!k.error.empty()) {
@@ -231,7 +231,7 @@ void Watcher::stop_gang() {
 int Watcher::finish() {
   // A lost gang on a gcloud pod: was the TPU VM preempted? Then say so.
   // (With --recreate, preempted_at_end() has asked already: nothing is created here.)
-  if (monitor_.state().verdict == RunVerdict::lost && !signalled_ && !vm_checked_ && !setup_.record.recreate) {
+  if (monitor_.state().verdict == RunVerdict::lost && !signalled_ && !vm_checked_ && !setup_.record.gang.recreate) {
     if (RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_); !check.gone.empty()) {
       recovery_.recover(monitor_, check, workers_);
       preempted();
@@ -284,7 +284,7 @@ void Watcher::stop_leftovers() {
   request.device_globs = setup_.pod.device_globs;
   request.options.run_id = setup_.record.run_id;
   request.options.tpu_holders_only = true;
-  request.grace_ms = static_cast<int>(setup_.record.grace_ms);
+  request.grace_ms = static_cast<int>(setup_.record.gang.grace_ms);
   std::vector<Worker> ended;  // lost workers cannot be asked
   for (const Worker& w : workers_) {
     for (const WorkerStatus& s : monitor_.state().workers) {

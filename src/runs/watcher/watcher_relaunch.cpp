@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "runs/launch/relaunch.hpp"
 #include "runs/watcher/restart_check.hpp"
 #include "runs/watcher/snapshot_again.hpp"
 #include "runs/watcher/watcher_impl.hpp"
@@ -76,7 +77,7 @@ bool Watcher::relaunch(std::unique_ptr<LivenessProber>& prober) {
       const int next = state.attempt + 1;
       // Every worker is reserved first, or the attempt is not launched at
       // all: another stage that took a worker meanwhile is waited for.
-      LaunchResult launched = launch_on_workers(attempt_spec(next), workers_, transport_, setup_.fanout, cancel_);
+      LaunchResult launched = relaunch_on_workers(attempt_spec(next), workers_, transport_, setup_.fanout, cancel_);
       if (launched.not_reserved.empty()) {
         began(next, launched, prober);
         return true;
@@ -128,7 +129,7 @@ void Watcher::began(int next, const LaunchResult& launched, std::unique_ptr<Live
 bool Watcher::preempted_at_end() {
   const RunVerdict verdict = monitor_.state().verdict;
   const bool lost = verdict == RunVerdict::lost;
-  if (!setup_.record.recreate || signalled_ || (!lost && verdict != RunVerdict::failed)) return false;
+  if (!setup_.record.gang.recreate || signalled_ || (!lost && verdict != RunVerdict::failed)) return false;
   vm_checked_ = true;
   RestartCheck check = check_tpu_vms(setup_.record, setup_.pod, processes_);
   if (check.gone.empty()) return false;

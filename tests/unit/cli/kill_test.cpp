@@ -18,5 +18,10 @@ TEST(ParseGraceTest, Units) {
   EXPECT_THROW(parse_grace("2d"), UsageError);
 }
 
+TEST(ParseGraceTest, AtMostAnHourForKillAndStageAlike) {
+  EXPECT_EQ(parse_grace("1h"), 3600 * 1000);
+  EXPECT_THROW(parse_grace("61m"), UsageError);
+}
+
 }  // namespace
 }  // namespace tpurun::cli

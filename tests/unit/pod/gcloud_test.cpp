@@ -251,7 +251,7 @@ TEST(TpuNodeTest, StateHealthAndWorkersOfANodeThatIsNotReady) {
   EXPECT_FALSE(node.ready());
   EXPECT_TRUE(node.workers.empty());
   EXPECT_EQ(node.endpoint_error, "the TPU VM lists no network endpoints (state: PREEMPTED)");
-  EXPECT_EQ(describe_state(node), "PREEMPTED (health UNHEALTHY_MAINTENANCE: host maintenance)");
+  EXPECT_EQ(node_state_text(node), "PREEMPTED (health UNHEALTHY_MAINTENANCE: host maintenance)");
   TpuUnavailable gone("v4-8", GcloudSpec{"t1", "z", "p", true}, node);
   EXPECT_THAT(gone.what(), HasSubstr("pod 'v4-8': TPU VM t1 is PREEMPTED"));
   EXPECT_THAT(gone.what(), HasSubstr("gcloud compute tpus tpu-vm delete t1 --zone z --project p"));

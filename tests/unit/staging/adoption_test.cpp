@@ -24,7 +24,7 @@ class AdoptionTest : public StagingTest {
     return r;
   }
   StagedSnapshot stage_deferred(const std::string& dir) {
-    auto staged = stage(deferred(dir));
+    auto staged = snapshot(deferred(dir));
     EXPECT_TRUE(staged.ok()) << (staged.ok() ? "" : staged.error().message);
     return staged.ok() ? *staged : StagedSnapshot{};
   }

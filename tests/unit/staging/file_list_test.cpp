@@ -23,7 +23,7 @@ TEST_F(FileListTest, GitRepoStagesTrackedAndUntrackedButNotIgnoredOrDeleted) {
   write("debug.log", "noise\n");
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then
   EXPECT_THAT(paths_in(s.dir), ElementsAre(".gitignore", "new.py", "train.py"));
@@ -45,7 +45,7 @@ TEST_F(FileListTest, TpurunignoreFiltersGitFilesWithNegation) {
   git_init_and_commit_all();
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then
   EXPECT_THAT(paths_in(s.dir), ElementsAre(".tpurunignore", "keep.bin", "main.py"));
@@ -57,11 +57,11 @@ TEST_F(FileListTest, CleanRepoIsNotDirtyAndModifiedFileShowsInBinarySafeDiff) {
   // given: a committed binary file, then changed
   write("blob.bin", std::string("\0\1\2", 3));
   git_init_and_commit_all();
-  EXPECT_FALSE(stage_ok().git.dirty);
+  EXPECT_FALSE(snapshot_ok().git.dirty);
   write("blob.bin", std::string("\0\1\3\4", 4));
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then: a --binary diff, which git apply can replay
   EXPECT_TRUE(s.git.dirty);
@@ -76,7 +76,7 @@ TEST_F(FileListTest, NestedRepositoryIsSkippedWithANote) {
   ASSERT_EQ(processes_.run({"git", "-C", project_ + "/vendor/lib", "init", "-q"}).exit_code, 0);
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then
   EXPECT_THAT(paths_in(s.dir), ElementsAre("main.py"));
@@ -96,7 +96,7 @@ TEST_F(FileListTest, OutsideGitWalksAndSkipsCachesAndIgnoredFiles) {
   write(".tpurunignore", "out/\n");
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then
   EXPECT_THAT(paths_in(s.dir), ElementsAre(".tpurunignore", "main.py", "pkg/mod.py"));
@@ -112,7 +112,7 @@ TEST_F(FileListTest, ExecutableBitAndSymlinksAreKeptAndNeverFollowed) {
   fs::create_symlink("/etc/passwd", project_ + "/outside");
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then
   EXPECT_TRUE(lstat_of(s.dir + "/run.sh").st_mode & S_IXUSR);
@@ -130,10 +130,10 @@ TEST_F(FileListTest, StagingRootInsideTheProjectIsLeftOut) {
   SnapshotRequest r = request();
   r.staging_root = project_ + "/staging[1]";
   fs::create_directories(r.staging_root);
-  ASSERT_TRUE(stage(r).ok());
+  ASSERT_TRUE(snapshot(r).ok());
 
   // when: staged again, with the first snapshot now inside the tree
-  auto s = stage(r);
+  auto s = snapshot(r);
 
   // then
   ASSERT_TRUE(s.ok()) << s.error().message;
@@ -148,7 +148,7 @@ TEST_F(FileListTest, ProjectIgnoredByAnEnclosingRepositoryIsAnErrorNotAnEmptySna
   std::ofstream(scratch_ + "/.gitignore") << "*\n";
 
   // when
-  auto s = stage(request());
+  auto s = snapshot(request());
 
   // then
   ASSERT_FALSE(s.ok());

@@ -18,7 +18,7 @@ class GcTest : public StagingTest {
   StagedSnapshot stage_aged(std::chrono::hours age) {
     SnapshotRequest r = request();
     r.now = std::chrono::system_clock::now() - age;
-    auto s = stage(r);
+    auto s = snapshot(r);
     EXPECT_TRUE(s.ok());
     backdate(s->dir, std::chrono::duration_cast<std::chrono::seconds>(age));
     return *s;

@@ -78,13 +78,13 @@ TEST_F(PushTest, ALogDirWithSpacesComesBackWhole) {
   auto connection = transport_.connect(workers_[0], CancelToken());
   ASSERT_TRUE(connection.ok());
   const PushTarget target{worker_ + "/staging", worker_ + "/logs", "alice", "my project", "run1"};
-  auto pushed = push_snapshot(**connection, stage_ok(), target, CancelToken());
+  auto pushed = push_snapshot(**connection, snapshot_ok(), target, CancelToken());
   ASSERT_TRUE(pushed.ok()) << pushed.error();
   EXPECT_EQ(pushed->log_dir, worker_ + "/logs/alice/my project/run1");
 }
 
 TEST_F(PushTest, AFreshWorkerGetsTheWholeSnapshotAndTheRunsLogDir) {
-  const StagedSnapshot s = stage_ok();
+  const StagedSnapshot s = snapshot_ok();
   auto pushed = push(s);
   ASSERT_TRUE(pushed.ok()) << pushed.error();
   EXPECT_FALSE(pushed->had);
@@ -106,7 +106,7 @@ TEST_F(PushTest, AFreshWorkerGetsTheWholeSnapshotAndTheRunsLogDir) {
 }
 
 TEST_F(PushTest, AnUnchangedTreeSendsNothing) {
-  const StagedSnapshot s = stage_ok();
+  const StagedSnapshot s = snapshot_ok();
   ASSERT_TRUE(push(s).ok());
   auto again = push(s, "run2");
   ASSERT_TRUE(again.ok()) << again.error();
@@ -116,9 +116,9 @@ TEST_F(PushTest, AnUnchangedTreeSendsNothing) {
 }
 
 TEST_F(PushTest, ANewSnapshotSendsOnlyTheContentTheWorkerLacks) {
-  ASSERT_TRUE(push(stage_ok()).ok());
+  ASSERT_TRUE(push(snapshot_ok()).ok());
   write("main.py", "print('changed')\n");
-  const StagedSnapshot changed = stage_ok();
+  const StagedSnapshot changed = snapshot_ok();
   auto pushed = push(changed);
   ASSERT_TRUE(pushed.ok()) << pushed.error();
   EXPECT_FALSE(pushed->had);
@@ -129,7 +129,7 @@ TEST_F(PushTest, ANewSnapshotSendsOnlyTheContentTheWorkerLacks) {
 }
 
 TEST_F(PushTest, AnEarlierFileThatWasChangedThereIsSentAgain) {
-  auto first = push(stage_ok());
+  auto first = push(snapshot_ok());
   ASSERT_TRUE(first.ok()) << first.error();
   // Someone made the worker's earlier snapshot writable and changed a file in it.
   const std::string big = first->staged_dir + "/data/big.bin";
@@ -137,14 +137,14 @@ TEST_F(PushTest, AnEarlierFileThatWasChangedThereIsSentAgain) {
   ::chmod(big.c_str(), 0644);
   std::ofstream(big, std::ios::app) << "tampered";
   write("main.py", "print('changed')\n");
-  auto pushed = push(stage_ok());
+  auto pushed = push(snapshot_ok());
   ASSERT_TRUE(pushed.ok()) << pushed.error();
   EXPECT_EQ(pushed->objects_sent, 2u);  // main.py's new content, and big.bin again
   EXPECT_EQ(read(pushed->staged_dir + "/data/big.bin"), std::string(300 * 1024, 'b'));
 }
 
 TEST_F(PushTest, ACutConnectionLeavesNoHalfSnapshot) {
-  const StagedSnapshot s = stage_ok();
+  const StagedSnapshot s = snapshot_ok();
   cut_after_ = 100 * 1024;  // the manifest goes, then the cut comes inside big.bin
   auto pushed = push(s);
   ASSERT_FALSE(pushed.ok());
@@ -169,11 +169,11 @@ TEST_F(PushTest, ACutConnectionLeavesNoHalfSnapshot) {
 }
 
 TEST_F(PushTest, ContentAnEarlierSnapshotHasIsLinkedFromItNotSentOrCopied) {
-  auto first = push(stage_ok());
+  auto first = push(snapshot_ok());
   ASSERT_TRUE(first.ok()) << first.error();
   EXPECT_TRUE(fs::exists(worker_ + "/staging/alice/.manifest-" + fs::path(first->staged_dir).filename().string()));
   write("main.py", "print('changed')\n");
-  auto second = push(stage_ok());
+  auto second = push(snapshot_ok());
   ASSERT_TRUE(second.ok()) << second.error();
   EXPECT_EQ(second->objects_sent, 1u);
   // One file on the worker's disk for both snapshots' big.bin, x bits kept.
@@ -183,20 +183,20 @@ TEST_F(PushTest, ContentAnEarlierSnapshotHasIsLinkedFromItNotSentOrCopied) {
 }
 
 TEST_F(PushTest, ASourceThatChangedOrWentIsNotTrustedItsContentIsSentAgain) {
-  auto first = push(stage_ok());
+  auto first = push(snapshot_ok());
   ASSERT_TRUE(first.ok()) << first.error();
   // The earlier snapshot's big.bin is gone (say, a hand's rm -rf).
   fs::permissions(first->staged_dir + "/data", fs::perms::owner_all);
   fs::remove(first->staged_dir + "/data/big.bin");
   write("main.py", "print('changed')\n");
-  auto second = push(stage_ok());
+  auto second = push(snapshot_ok());
   ASSERT_TRUE(second.ok()) << second.error();
   EXPECT_EQ(second->objects_sent, 2u);  // main.py's new content, and big.bin again
   EXPECT_EQ(read(second->staged_dir + "/data/big.bin").size(), 300u * 1024);
 }
 
 TEST_F(PushTest, TheObjectStoreOfEarlierBuildsIsStillASource) {
-  const StagedSnapshot s = stage_ok();
+  const StagedSnapshot s = snapshot_ok();
   // What an earlier build kept on the worker: .objects/ab/cdef..., read-only.
   const std::string store = worker_ + "/staging/alice/.objects";
   fs::create_directories(store);
@@ -217,10 +217,10 @@ TEST_F(PushTest, TheObjectStoreOfEarlierBuildsIsStillASource) {
 
 TEST_F(PushTest, GcOnTheWorkerRemovesASnapshotWithItsManifestAndCountsWhatItFreed) {
   write("main.py", "print('first')\n");  // content only the first snapshot has
-  auto first = push(stage_ok());
+  auto first = push(snapshot_ok());
   ASSERT_TRUE(first.ok()) << first.error();
   write("main.py", "print('changed')\n");
-  auto second = push(stage_ok());
+  auto second = push(snapshot_ok());
   ASSERT_TRUE(second.ok()) << second.error();
   const std::string old_name = fs::path(first->staged_dir).filename().string();
   const std::string new_name = fs::path(second->staged_dir).filename().string();
@@ -256,7 +256,7 @@ std::string run_sh(const std::string& command_line) {
 }
 
 TEST_F(PushTest, TheShellHaveCheckFindsAPushedSnapshotAndMakesTheRunsLogDirPrivate) {
-  const StagedSnapshot s = stage_ok();
+  const StagedSnapshot s = snapshot_ok();
   ASSERT_TRUE(push(s).ok());
   // A project dir's name may hold spaces and shell words: quoted, never run.
   const PushTarget target{worker_ + "/staging", worker_ + "/logs", "alice", "my proj; touch x", "run2"};
@@ -270,7 +270,7 @@ TEST_F(PushTest, TheShellHaveCheckFindsAPushedSnapshotAndMakesTheRunsLogDirPriva
 }
 
 TEST_F(PushTest, TheShellHaveCheckSaysNeedForASnapshotTheWorkerLacksOrAnUnsafeLogDir) {
-  const StagedSnapshot s = stage_ok();
+  const StagedSnapshot s = snapshot_ok();
   const PushTarget target{worker_ + "/staging", worker_ + "/logs", "alice", "proj", "run1"};
   EXPECT_EQ(run_sh(have_command(s, target)), std::string(worker::kPushNeed) + "\n");  // nothing there yet
   ASSERT_TRUE(push(s).ok());

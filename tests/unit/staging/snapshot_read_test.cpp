@@ -17,7 +17,7 @@ TEST_F(SnapshotReadTest, ASnapshotReadBackIsWhatWasStaged) {
   write("empty", "");
   fs::create_symlink("train.py", fs::path(project_) / "link");
   git_init_and_commit_all();
-  const StagedSnapshot staged = stage_ok();
+  const StagedSnapshot staged = snapshot_ok();
 
   auto read = read_snapshot(staged.dir, CancelToken());
   ASSERT_TRUE(read.ok()) << read.error().message;

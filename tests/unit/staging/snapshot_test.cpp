@@ -26,7 +26,7 @@ TEST_F(SnapshotTest, IdenticalContentIsOneInodeSharedWithTheStore) {
   write("dir/b.txt", "same bytes\n");
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then: one inode, linked from both paths and the object store
   struct stat a = lstat_of(s.dir + "/a.txt"), b = lstat_of(s.dir + "/dir/b.txt");
@@ -43,7 +43,7 @@ TEST_F(SnapshotTest, AClosedPublishGateLeavesNoSnapshotAndAnOpenOnePublishes) {
   closed.publish_gate = [&] { return ++asked, false; };
 
   // when
-  auto refused = stage(closed);
+  auto refused = snapshot(closed);
 
   // then: asked once; no snapshot and no temp dir (the object store may keep
   // the content: it is a cache that gc trims)
@@ -55,7 +55,7 @@ TEST_F(SnapshotTest, AClosedPublishGateLeavesNoSnapshotAndAnOpenOnePublishes) {
   // when: the gate opens
   SnapshotRequest open = request();
   open.publish_gate = [] { return true; };
-  auto staged = stage(open);
+  auto staged = snapshot(open);
 
   // then
   ASSERT_TRUE(staged.ok()) << staged.error().message;
@@ -69,7 +69,7 @@ TEST_F(SnapshotTest, ExecutableAndPlainCopiesOfTheSameBytesAreSeparateObjects) {
   write("tool.txt", "#!/bin/sh\necho hi\n", 0644);
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then: modes differ, so inodes must too; the store names the x one ".x"
   struct stat x = lstat_of(s.dir + "/tool"), plain = lstat_of(s.dir + "/tool.txt");
@@ -88,11 +88,11 @@ TEST_F(SnapshotTest, RestageOfUnchangedCodeReusesTheSnapshotAndWritesNothing) {
   write("a.py", std::string(5000, 'a'));
   write("pkg/b.py", std::string(7000, 'b'));
   write("empty.py", "");
-  StagedSnapshot first = stage_ok();
+  StagedSnapshot first = snapshot_ok();
   EXPECT_EQ(first.files_read, 2u);
 
   // when
-  StagedSnapshot second = stage_ok();
+  StagedSnapshot second = snapshot_ok();
 
   // then: the same read-only snapshot, and no new dir
   EXPECT_EQ(second.name, first.name);
@@ -107,7 +107,7 @@ TEST_F(SnapshotTest, RestageOfUnchangedCodeReusesTheSnapshotAndWritesNothing) {
 
   // and a changed file makes a new snapshot, which shares the unchanged contents
   write("a.py", std::string(5000, 'c'));
-  StagedSnapshot third = stage_ok();
+  StagedSnapshot third = snapshot_ok();
   EXPECT_FALSE(third.reused);
   EXPECT_NE(third.name, first.name);
   EXPECT_EQ(lstat_of(third.dir + "/pkg/b.py").st_ino, lstat_of(first.dir + "/pkg/b.py").st_ino);
@@ -117,11 +117,11 @@ TEST_F(SnapshotTest, ChangedFileIsReadAgainAndOnlyIt) {
   // given: a staged project, then one file rewritten with the same size
   write("a.py", "version 1\n");
   write("b.py", "unchanged\n");
-  StagedSnapshot first = stage_ok();
+  StagedSnapshot first = snapshot_ok();
   write("a.py", "version 2\n");
 
   // when
-  StagedSnapshot second = stage_ok();
+  StagedSnapshot second = snapshot_ok();
 
   // then
   EXPECT_EQ(second.files_read, 1u);
@@ -135,8 +135,8 @@ TEST_F(SnapshotTest, RecentlyModifiedFilesAreNotTrustedToTheCache) {
   std::ofstream(project_ + "/fresh.py") << "1\n";
 
   // when: staged twice
-  stage_ok();
-  StagedSnapshot second = stage_ok();
+  snapshot_ok();
+  StagedSnapshot second = snapshot_ok();
 
   // then: its content is read again rather than trusted on size and mtime
   EXPECT_EQ(second.files_read, 1u);
@@ -145,12 +145,12 @@ TEST_F(SnapshotTest, RecentlyModifiedFilesAreNotTrustedToTheCache) {
 TEST_F(SnapshotTest, ObjectMissingFromTheStoreFallsBackToReadingTheFile) {
   // given: the cache knows a.py, but its object was collected
   write("a.py", "content\n");
-  StagedSnapshot first = stage_ok();
+  StagedSnapshot first = snapshot_ok();
   staging::remove_tree_at(AT_FDCWD, first.dir);
   staging::remove_tree_at(AT_FDCWD, staging_ + "/alice/.objects");
 
   // when
-  StagedSnapshot second = stage_ok();
+  StagedSnapshot second = snapshot_ok();
 
   // then
   EXPECT_EQ(second.files_read, 1u);
@@ -160,11 +160,11 @@ TEST_F(SnapshotTest, ObjectMissingFromTheStoreFallsBackToReadingTheFile) {
 TEST_F(SnapshotTest, CorruptStatCacheIsIgnored) {
   // given: garbage in every cache file
   write("a.py", "content\n");
-  stage_ok();
+  snapshot_ok();
   for (auto& e : fs::directory_iterator(cache_)) std::ofstream(e.path()) << "garbage";
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then
   EXPECT_EQ(s.files_read, 1u);
@@ -176,7 +176,7 @@ TEST_F(SnapshotTest, SnapshotIsReadOnly) {
   write("run.sh", "r\n", 0755);
   write("deep/er/c.py", "c\n");
 
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   EXPECT_EQ(lstat_of(s.dir).st_mode & 07777, 0555u);
   EXPECT_EQ(lstat_of(s.dir + "/deep").st_mode & 07777, 0555u);
@@ -205,7 +205,7 @@ TEST_F(SnapshotTest, ModesHonourTheUmaskAndNeverAddBitsForOthers) {
   write("deep/c.py", "c\n");
 
   // when
-  StagedSnapshot s = stage_ok();
+  StagedSnapshot s = snapshot_ok();
 
   // then: read-only for the owner, nothing for anyone else
   EXPECT_EQ(lstat_of(s.dir).st_mode & 07777, 0500u);
@@ -223,7 +223,7 @@ TEST_F(SnapshotTest, RefusesAUserDirThatOthersCanWriteAndWritesNothingThere) {
   write("a.py", "a\n");
 
   // when
-  auto staged = stage(request());
+  auto staged = snapshot(request());
 
   // then: refused, naming the path, its mode and the fix; nothing written
   ASSERT_FALSE(staged.ok());
@@ -243,7 +243,7 @@ TEST_F(SnapshotTest, RefusesASymlinkAsTheUserDir) {
   write("a.py", "a\n");
 
   // when
-  auto staged = stage(request());
+  auto staged = snapshot(request());
 
   // then
   ASSERT_FALSE(staged.ok());
@@ -255,9 +255,9 @@ TEST_F(SnapshotTest, RefusesASymlinkAsTheUserDir) {
 TEST_F(SnapshotTest, NameHasTimeRandomShaAndCodeLikeRunStaging) {
   const std::regex shape(R"(^\d{12}-[a-z0-9]{6}-([0-9a-f]{7}|nogit)-code$)");
   write("a.py", "a\n");
-  StagedSnapshot outside = stage_ok();
+  StagedSnapshot outside = snapshot_ok();
   git_init_and_commit_all();
-  StagedSnapshot inside = stage_ok();
+  StagedSnapshot inside = snapshot_ok();
 
   EXPECT_TRUE(std::regex_match(outside.name, shape)) << outside.name;
   EXPECT_TRUE(std::regex_match(inside.name, shape)) << inside.name;
@@ -276,7 +276,7 @@ TEST_F(SnapshotTest, NameCollisionRetriesWithANewSuffix) {
   fs::create_directories(staging_ + "/alice/" + taken + "/someone");
 
   // when
-  auto s = stage(r);
+  auto s = snapshot(r);
 
   // then
   ASSERT_TRUE(s.ok()) << s.error().message;
@@ -293,7 +293,7 @@ TEST_F(SnapshotTest, SizeLimitErrorListsTheLargestFilesAndWhatToDo) {
   r.size_limit = 1000;
 
   // when
-  auto s = stage(r);
+  auto s = snapshot(r);
 
   // then
   ASSERT_FALSE(s.ok());

@@ -89,11 +89,11 @@ class StagingTest : public ::testing::Test {
     return r;
   }
 
-  Result<StagedSnapshot, StageError> stage(const SnapshotRequest& r) {
+  Result<StagedSnapshot, StageError> snapshot(const SnapshotRequest& r) {
     return create_snapshot(r, processes_, CancelToken());
   }
-  StagedSnapshot stage_ok() {
-    auto staged = stage(request());
+  StagedSnapshot snapshot_ok() {
+    auto staged = snapshot(request());
     EXPECT_TRUE(staged.ok()) << (staged.ok() ? "" : staged.error().message);
     return staged.ok() ? *staged : StagedSnapshot{};
   }

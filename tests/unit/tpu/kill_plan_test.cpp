@@ -224,9 +224,9 @@ TEST(AfterCleanupTest, RemovedFilesAreGoneFromTheScan) {
   LockScan s = empty_scan();
   s.lockfile = {true, FileOwner{kBob, "bob"}, 3, false, std::nullopt};
   s.tpu_logs = FileOwner{kBob, "bob"};
-  EXPECT_EQ(decide(s), TpuState::stale_lock);
+  EXPECT_EQ(state_from_scan(s), TpuState::stale_lock);
   LockScan after = after_cleanup(s, {{kLibtpuLockfile, kTpuLogsDir}, {}, ""});
-  EXPECT_EQ(decide(after), TpuState::free);
+  EXPECT_EQ(state_from_scan(after), TpuState::free);
   EXPECT_FALSE(after.tpu_logs);
 }
 

@@ -17,7 +17,7 @@ using tpurun::testing::make_workers;
 using tpurun::testing::proc;
 using tpurun::testing::squeeze;
 
-WorkerScanResult result(const Worker& w, const LockScan& scan) { return {w, decide(scan), scan, ""}; }
+WorkerScanResult result(const Worker& w, const LockScan& scan) { return {w, state_from_scan(scan), scan, ""}; }
 
 // A 64-worker pod: bob on 2-3, alice on 4, a stale lock on 6, carol-style
 // partial view on 5, one unreachable, the rest free.

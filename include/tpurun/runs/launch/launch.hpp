@@ -1,7 +1,9 @@
 #pragma once
 // Starting a job on a worker fully detached from the SSH session: its own
 // session and process group, no stdin, output to the shared log dir, and a
-// wrapper that records the job's pid and, when it ends, its exit code.
+// wrapper that records the job's pid and, when it ends, its exit code. The
+// launchers above it: a stage's Reservations (runs/launch/reservation.hpp)
+// and the watcher's relaunch (runs/launch/relaunch.hpp); it needs neither.
 #include <map>
 #include <optional>
 #include <string>
@@ -45,12 +47,5 @@ struct LaunchResult {
 // The launcher's answer on one worker into `result`: its pid, or why it did
 // not start (a launcher that ran but failed says so on stderr).
 void settle_launch(WorkerOutcome& launch, LaunchResult& result);
-
-// Reserves every worker (runs/launch/reservation.hpp), then launches the job
-// on all of them in parallel; launches nowhere when any worker cannot be
-// reserved within `wait_s` (then not_reserved says why). The watcher's
-// relaunches use it; stage reserves first and launches later.
-LaunchResult launch_on_workers(const LaunchSpec& spec, const std::vector<Worker>& workers, Transport& transport,
-                               int fanout, const CancelToken& cancel, int wait_s = 10);
 
 }  // namespace tpurun

@@ -6,15 +6,36 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include "tpurun/util/duration.hpp"  // format_utc_time
 #include <vector>
 
 #include "tpurun/pod/slices.hpp"
 #include "tpurun/pod/worker.hpp"
-#include "tpurun/runs/watcher/restart_codes.hpp"
+#include "tpurun/tpu/kill.hpp"
+#include "tpurun/util/duration.hpp"  // format_utc_time
 
 namespace tpurun {
+
+// The gang rules of a run (docs/runs.md): stage's flags, run.json's "gang",
+// what the run's watcher applies. Each default is written here and nowhere
+// else: the flags' defaults, a run.json without the field and the watcher's
+// policy all start from a GangRules{}.
+struct GangRules {
+  std::string on_failure = "stop";  // stop | continue
+  int restarts = 0;
+  long long lost_after_ms = 60 * 1000;  // a worker unreachable this long is lost
+  long long grace_ms = kDefaultGraceMs;  // TERM → KILL when stopping the gang
+  // --restart-on-exit-codes as RestartCodes::text() ("42,127-255"); "" when not given.
+  std::string restart_on_exit_codes;
+  bool recreate = false;  // --recreate: a preempted TPU VM is created again
+  // --max-preemptions: a spot VM preempted three times in one run is rare; a
+  // fourth time more likely means the zone has no capacity now.
+  int max_preemptions = 3;
+  // A stall: every worker at 0% duty cycle (libtpu's metrics) and no new log
+  // line for this long. report (the default) only records it; stop and
+  // restart hand it to the gang rules as a failure of the attempt.
+  long long stall_after_ms = 30 * 60 * 1000;
+  std::string on_stall = "report";  // report | stop | restart
+};
 
 struct RunRecord {
   std::string run_id;   // <YYYYmmdd_HHMMSS>_<rand6>_<pod>[_<tags>]
@@ -39,20 +60,7 @@ struct RunRecord {
   bool git_dirty = false;
   std::string tree_hash;
   std::string created_at;  // ISO 8601, UTC
-  // The gang rules the run's watcher applies (stage's flags).
-  std::string on_failure = "stop";  // stop | continue
-  int restarts = 0;
-  long long lost_after_ms = 60000;
-  long long grace_ms = 10000;       // TERM → KILL when stopping the gang
-  // --restart-on-exit-codes as RestartCodes::text() ("42,127-255"); "" when not given.
-  std::string restart_on_exit_codes;
-  bool recreate = false;            // --recreate: a preempted TPU VM is created again
-  int max_preemptions = kDefaultMaxPreemptions;  // --max-preemptions
-  // A stall: every worker at 0% duty cycle (libtpu's metrics) and no new log
-  // line for this long. report (the default) only records it; stop and
-  // restart hand it to the gang rules as a failure of the attempt.
-  long long stall_after_ms = 30 * 60 * 1000;
-  std::string on_stall = "report";  // report | stop | restart
+  GangRules gang;  // what the run's watcher applies (stage's flags)
 };
 
 // Where the workers see the run: worker_* when set, else the shared dirs.
@@ -86,10 +94,10 @@ RunRecord read_run_record(const std::string& log_dir);  // throws on a missing/c
 
 // Every run dir of the user, newest first.
 std::vector<std::string> list_run_dirs(const std::string& logs_root, const std::string& user);
-// A run by id or unique prefix; throws with a did-you-mean hint when unknown or ambiguous.
+// The one lookup of a run as a user names it: its id, a unique prefix of it,
+// or "last" (or "latest") for the newest run. Throws with a did-you-mean hint
+// when it names no run or more than one.
 std::string find_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
-// find_run_dir, plus "last" (or "latest") for the newest run.
-std::string resolve_run_dir(const std::string& logs_root, const std::string& user, const std::string& run);
 
 enum class JobState { pending, running, exited, lost, unknown };
 const char* to_string(JobState s);

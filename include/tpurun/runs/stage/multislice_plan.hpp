@@ -20,6 +20,6 @@ std::optional<MultiSlice> plan_multislice(const Target& target, int port,
 std::vector<std::string> slice_pods(const PodConfig& pod);
 
 // For --dry-run: "2 slices (A: w0-3, B: w4-7), coordinator 10.0.0.2:8080".
-std::string describe_multislice(const PodConfig& pod, const MultiSlice& ms);
+std::string multislice_text(const PodConfig& pod, const MultiSlice& ms);
 
 }  // namespace tpurun

@@ -1,8 +1,8 @@
 #pragma once
 // A stage, start to launch: the CLI turns its flags into a StageRequest,
 // plan_stage() resolves where the run goes and checks everything that needs
-// no change, and carry_out() does it: preflight, snapshot, log dir and run
-// record, the watcher, the launch on every worker.
+// no change, and start_run() starts the run it plans: preflight, snapshot,
+// log dir and run record, the watcher, the launch on every worker.
 #include <chrono>
 #include <map>
 #include <optional>
@@ -13,7 +13,6 @@
 #include "tpurun/pod/slices.hpp"
 #include "tpurun/runs/launch/launch.hpp"
 #include "tpurun/runs/record/run_record.hpp"
-#include "tpurun/runs/watcher/restart_codes.hpp"
 #include "tpurun/staging/snapshot.hpp"
 #include "tpurun/transport/context.hpp"
 
@@ -30,16 +29,7 @@ struct StageRequest {
   int megascale_port = 0;                       // 0: the pod's (multi-slice runs only)
   bool skip_preflight = false;
   bool kill_previous = false;
-  // The gang rules (docs/runs.md).
-  std::string on_failure = "stop";
-  int restarts = 0;
-  long long lost_after_ms = 60000;
-  long long grace_ms = 10000;
-  std::string restart_on_exit_codes;  // RestartCodes::text(); "" when not limited
-  bool recreate = false;
-  int max_preemptions = kDefaultMaxPreemptions;
-  long long stall_after_ms = 30 * 60 * 1000;
-  std::string on_stall = "report";
+  GangRules gang;  // docs/runs.md
 };
 
 struct StagePlan {
@@ -74,6 +64,6 @@ struct StagedRun {
 // starts the run's watcher, then launches on every worker. A worker where
 // the job did not start gets exit record 255 so the watcher counts it as
 // failed. Throws (nothing launched) when a step before the launch fails.
-StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer);
+StagedRun start_run(const StagePlan& plan, Context& ctx, LinePrinter& printer);
 
 }  // namespace tpurun

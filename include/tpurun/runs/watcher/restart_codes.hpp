@@ -11,10 +11,6 @@
 
 namespace tpurun {
 
-// --max-preemptions when not given: a spot VM preempted three times in one run
-// is rare; a fourth time more likely means the zone has no capacity now.
-constexpr int kDefaultMaxPreemptions = 3;
-
 class RestartCodes {
  public:
   // 42 and 127-255.

@@ -61,14 +61,14 @@ TEST_F(RunDirsTest, ARunDirIsCreatedOnlyOnce) {
 TEST_F(RunDirsTest, NoUserDirIsNoRuns) { EXPECT_THAT(list_run_dirs(logs_, "alice"), IsEmpty()); }
 
 TEST_F(RunDirsTest, LastAndLatestAreTheNewestRun) {
-  EXPECT_THROW(resolve_run_dir(logs_, "alice", "last"), std::runtime_error);
+  EXPECT_THROW(find_run_dir(logs_, "alice", "last"), std::runtime_error);
   make_run("20240101_000000_aaaaaa_sim");
   std::string newest = make_run("20240102_000000_bbbbbb_sim");
-  EXPECT_EQ(resolve_run_dir(logs_, "alice", "last"), newest);
-  EXPECT_EQ(resolve_run_dir(logs_, "alice", "latest"), newest);
-  EXPECT_EQ(resolve_run_dir(logs_, "alice", "20240101"), logs_ + "/alice/proj/20240101_000000_aaaaaa_sim");
+  EXPECT_EQ(find_run_dir(logs_, "alice", "last"), newest);
+  EXPECT_EQ(find_run_dir(logs_, "alice", "latest"), newest);
+  EXPECT_EQ(find_run_dir(logs_, "alice", "20240101"), logs_ + "/alice/proj/20240101_000000_aaaaaa_sim");
   try {
-    resolve_run_dir(logs_, "alice", "20240101_000000_aaaaab_sim");
+    find_run_dir(logs_, "alice", "20240101_000000_aaaaab_sim");
     ADD_FAILURE() << "an unknown run resolved";
   } catch (const std::runtime_error& e) {
     EXPECT_THAT(e.what(), HasSubstr("did you mean '20240101_000000_aaaaaa_sim'?"));

@@ -39,7 +39,7 @@ TEST(StageSlicesTest, TheCoordinatorIsSliceZerosWorkerZero) {
   EXPECT_EQ(ms->num_slices, 2);
   EXPECT_EQ(ms->coordinator, "10.0.0.1");
   EXPECT_EQ(ms->port, kDefaultMegascalePort);
-  EXPECT_EQ(describe_multislice(two_slices().pod, *ms),
+  EXPECT_EQ(multislice_text(two_slices().pod, *ms),
             "2 slices (a: w0-1, b: w2-3), MEGASCALE_COORDINATOR_ADDRESS=10.0.0.1:8080");
 }
 

@@ -160,9 +160,9 @@ TEST(GangMonitor, GiveUpTurnsRestartingIntoFailed) {
 }
 
 TEST(DescribeExit, CodesAndSignals) {
-  EXPECT_EQ(describe_exit(3), "exited 3");
-  EXPECT_EQ(describe_exit(143), "killed by SIGTERM");
-  EXPECT_EQ(describe_exit(255), "exited 255");
+  EXPECT_EQ(exit_code_text(3), "exited 3");
+  EXPECT_EQ(exit_code_text(143), "killed by SIGTERM");
+  EXPECT_EQ(exit_code_text(255), "exited 255");
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ TEST_F(RecordsVerdictTest, EveryWorkerExitedZeroIsSucceeded) {
 }
 
 TEST_F(RecordsVerdictTest, AFailureNamesTheWorkerAndNoRestartIsCounted) {
-  record_.restarts = 2;  // a restart would be due, but no watcher makes one
+  record_.gang.restarts = 2;  // a restart would be due, but no watcher makes one
   write_run_record(record_, "");
   exit_record(0, "0");
   exit_record(1, "3");

@@ -1,8 +1,8 @@
-// A stage carried out: the workers reserved and their TPUs judged (while the
-// snapshot is built), the log dir and run record, the watcher, then the
-// launch on every worker at once. Until the launch nothing has started
-// anywhere, and Ctrl-C (or SIGTERM) gives everything up; from the launch
-// on, every worker is launched and the stage detaches.
+// A planned stage started as a run: the workers reserved and their TPUs
+// judged (while the snapshot is built), the log dir and run record, the
+// watcher, then the launch on every worker at once. Until the launch nothing
+// has started anywhere, and Ctrl-C (or SIGTERM) gives everything up; from the
+// launch on, every worker is launched and the stage detaches.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <fcntl.h>
@@ -86,15 +86,7 @@ RunRecord make_record(const StagePlan& plan, const StagedSnapshot& staged, const
   record.git_dirty = staged.git.dirty;
   record.tree_hash = staged.tree_hash;
   record.created_at = format_utc_time(now);
-  record.on_failure = r.on_failure;
-  record.restarts = r.restarts;
-  record.lost_after_ms = r.lost_after_ms;
-  record.grace_ms = r.grace_ms;
-  record.restart_on_exit_codes = r.restart_on_exit_codes;
-  record.recreate = r.recreate;
-  record.max_preemptions = r.max_preemptions;
-  record.stall_after_ms = r.stall_after_ms;
-  record.on_stall = r.on_stall;
+  record.gang = r.gang;
   return record;
 }
 
@@ -120,7 +112,7 @@ void keep_for_recreate(const StagePlan& plan, const RunRecord& record) {
     throw std::runtime_error(fmt::format("cannot create {}: {}", tpu_vm_dir(record.log_dir), std::strerror(errno)));
   }
   write_file_atomic(recorded_tpu_vm_path(record.log_dir), pod.describe_json);
-  if (plan.request.recreate && !pod.setup_script.empty()) {
+  if (plan.request.gang.recreate && !pod.setup_script.empty()) {
     write_file_atomic(recorded_setup_path(record.log_dir), read_small_file(pod.setup_script));
   }
 }
@@ -210,7 +202,7 @@ void record_cancelled(const RunRecord& record) {
 
 }  // namespace
 
-StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
+StagedRun start_run(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   const StageRequest& r = plan.request;
   const PodConfig& pod = plan.target.pod;
   // Roots on this host's own disk (no shared mount, or the local pod): made
@@ -285,12 +277,14 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   run.record.worker_log_dir = pushed.log_dir;
   write_run_record(run.record, run.staged.git.diff);
   keep_for_recreate(plan, run.record);
-  if (r.recreate && pod.setup_script.empty()) {
+  if (r.gang.recreate && pod.setup_script.empty()) {
     printer.note(fmt::format("--recreate: pod '{}' has no \"setup\" script, so a recreated TPU VM gets only what "
                              "its image and metadata give it (no packages, no shared mount); see docs/runs.md",
                              pod.name));
   }
-  if (!r.env.empty() && (r.restarts > 0 || r.recreate)) save_kept_env(kept_env_dir(ctx.env), run.record.run_id, r.env);
+  if (!r.env.empty() && (r.gang.restarts > 0 || r.gang.recreate)) {
+    save_kept_env(kept_env_dir(ctx.env), run.record.run_id, r.env);
+  }
   printer.note(fmt::format("run {} → {}", run.record.run_id, run.record.log_dir));
   if (ctx.cancel.cancelled()) {
     record_cancelled(run.record);
@@ -308,7 +302,7 @@ StagedRun carry_out(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   launching_read.reset();
   spdlog::debug("stage: run record written, watcher started; launching");
   LaunchSpec spec{run.record.run_id, workers_log_dir(run.record), workers_staged_dir(run.record), r.argv, r.env,
-                  static_cast<int>(pod.workers.size()), 1, 1 + r.restarts, plan.slices};
+                  static_cast<int>(pod.workers.size()), 1, 1 + r.gang.restarts, plan.slices};
   run.launched = reservations->launch(spec);
   launching_write.reset();  // the watcher connects now
   spdlog::debug("stage: launch answered");
