@@ -96,7 +96,7 @@ PodConfig slice_list_pod(const ConfigFile& config, const PodChoice& requested) {
 // one worker's disk too, so nothing is copied anywhere.
 PodConfig local_pod(const Environment& env) {
   PodConfig pod;
-  pod.name = "local";
+  pod.name = kLocalPodName;
   pod.local = true;
   pod.workers = {Worker{0, "localhost", 22, "", -1, 0}};
   pod.ssh = default_ssh_settings(false, env);
@@ -218,7 +218,9 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   auto path = find_config_file(request.config_path, env);
   auto requested = requested_pod(request, env);
   if (!path) {
-    if (requested) {
+    // "local" is the pod of this host, the one a run gets when there is no
+    // config: its watcher is started with --pod local, and finds it here.
+    if (requested && requested->name != kLocalPodName) {
       std::string looked = std::string("./") + kLocalConfig;
       if (auto user_config = user_config_path(env)) looked += " and " + *user_config;
       throw ConfigError("", 0,

@@ -72,6 +72,8 @@ struct Slice {
 
 constexpr int kDefaultMegascalePort = 8080;
 inline constexpr const char* kDefaultLocalRoot = "~/.tpurun";
+// The pod of this host alone, when no config file is found.
+inline constexpr const char* kLocalPodName = "local";
 
 struct PodConfig {
   std::string name;

@@ -62,11 +62,12 @@ class WatcherNotes {
 
 constexpr int kMaxWatcherRestarts = 3;
 
-// The verdict the exit records give a run whose watcher is gone.
+// The verdict the exit records give a run whose watcher is gone; with no
+// state.json at all (no watcher ever wrote one), that of its first attempt.
 std::optional<RunState> settle_from_records(const std::string& log_dir, const std::optional<RunState>& last) {
-  if (!last || is_final(last->verdict)) return std::nullopt;
+  if (last && is_final(last->verdict)) return std::nullopt;
   try {
-    return verdict_from_records(read_run_record(log_dir), *last);
+    return verdict_from_records(read_run_record(log_dir), last.value_or(RunState{}));
   } catch (const std::exception&) {
     return std::nullopt;
   }
