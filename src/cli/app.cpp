@@ -16,6 +16,7 @@
 #include "cli/down.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
+#include "cli/help_texts.hpp"
 #include "cli/hostkeys.hpp"
 #include "cli/init.hpp"
 #include "cli/kill.hpp"
@@ -39,30 +40,6 @@
 
 namespace tpurun::cli {
 namespace {
-
-constexpr const char* kDescription = R"(tpurun: run and manage jobs on Google Cloud TPU VM pods.
-
-A pod is a set of workers (hosts) that all run the same command. tpurun reads
-pods from tpurun.json (or --config FILE); with no config at all, the pod is
-this host alone and commands run locally.)";
-
-constexpr const char* kFooter = R"(Typical session:
-  tpurun up                          # the pod's TPU VM from its "create": queued, zone failover, setup
-  tpurun stage -- python3 main.py --config=configs/tpu.py   # snapshot, launch, follow
-  tpurun status                      # who holds the TPU on each worker
-  tpurun top --watch                 # how busy each chip is (HBM, duty cycle), and whose
-  tpurun profile --duration 5s       # one lined-up profile of every worker, for TensorBoard
-  tpurun kill                        # stop your own jobs (never anyone else's)
-  tpurun logs last -f                # reattach to the newest run
-  tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
-  tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
-  tpurun claim v4-32 --for 3h --note "lr sweep"   # others' stage/exec refuse it
-  tpurun tensorboard last            # TensorBoard on this host, plus the ssh -L line
-  tpurun init                        # a first tpurun.json from gcloud's TPU VMs and your NFS mount
-  tpurun doctor                      # every problem between here and a working run
-  tpurun down --yes                  # the TPU VM and its queued resource, gone
-
-Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
 // Everything after the first "--" is the job's command, verbatim: CLI11 2.1
 // reads an option of optional arity (stage --wait) followed by "--" as if
@@ -150,8 +127,8 @@ PodConfig load_pod_records(Context& ctx) {
 }
 
 int main(int argc, char** argv) {
-  CLI::App app{kDescription, "tpurun"};
-  app.footer(kFooter);
+  CLI::App app{help::kTpurunAbout, "tpurun"};
+  app.footer(help::kTpurun);
   app.require_subcommand(1);
   app.fallthrough();  // global flags are accepted after the subcommand too
   app.set_version_flag("--version", version_line());

@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/board/claim_check.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/ui/report.hpp"
@@ -46,16 +47,7 @@ CLI::App* register_claim(CLI::App& app, ClaimOptions& o) {
   cmd->add_option("--note", o.note, "What it is for, shown to others");
   cmd->add_flag("--extend", o.extend, "You hold it already: move the end to now + --for");
   cmd->add_flag("--dry-run", o.dry_run, "Say whether the claim would be taken; take nothing");
-  cmd->footer(R"(A claim is a file in <logs_root>/.board/ that only you can write. Other
-users' tpurun stage and exec refuse the pod until it expires or you release
-it (they can override with --ignore-claim). One claim per pod at a time.
-Claims are advice between colleagues: they never change what kill may touch,
-and they do not stop ssh. See docs/board.md.
-
-Examples:
-  tpurun claim v4-32-a --for 3h --note "lr sweep, ask me on chat"
-  tpurun claim v4-32-a --for 1h --extend
-  tpurun release v4-32-a)");
+  cmd->footer(help::kClaim);
   return cmd;
 }
 

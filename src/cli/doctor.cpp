@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/doctor/doctor.hpp"
 #include "tpurun/fanout/gather.hpp"
 #include "tpurun/fanout/printer.hpp"
@@ -50,27 +51,7 @@ CLI::App* register_doctor(CLI::App& app, DoctorOptions& o) {
   CLI::App* cmd = app.add_subcommand("doctor", "Check everything a run needs on every worker; each problem with its fix");
   add_target_options(*cmd, o.target);
   cmd->add_flag("--json", o.json, "Print {pod, workers, ok, problems: [{severity, check, workers, problem, fix}]}");
-  cmd->footer(R"(On every worker:
-  reach    it answers, and your key is accepted
-  uid      your uid and gid are the same as here (NFS owns files by number)
-  mount    the staging and logs roots exist there, and a probe file written
-           here on the shared mount is visible there (the same file system)
-  sudo     sudo -n works (else status sees only your processes)
-  devices  TPU device files (/dev/accel*, /dev/vfio/N) are there
-  tpu      nobody holds the TPU, and no stale /tmp/libtpu_lockfile blocks it
-  clock    its clock is within 2s of this host's
-  tmp      /tmp has at least 1 GiB free
-  versions python3, jax, jaxlib and libtpu are the same version on every
-           worker (warns naming the workers that differ; jax#10218)
-Here: the roots' owner, mode and sticky bit (docs/ownership.md), and for a
-gcloud pod gcloud's account and project. A gcloud pod whose TPU VM is not
-READY (or is gone) is reported with what gcloud said.
-
-Exit status: 0 when there is no error (warnings allowed); 1 otherwise.
-
-Examples:
-  tpurun doctor
-  tpurun doctor --worker 0-3 --json | jq '.problems[] | select(.severity == "error")')");
+  cmd->footer(help::kDoctor);
   return cmd;
 }
 

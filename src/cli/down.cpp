@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/cloud/down.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/describe_cache.hpp"
@@ -45,17 +46,7 @@ CLI::App* register_down(CLI::App& app, DownOptions& o) {
   cmd->add_flag("--dry-run", o.dry_run, "Say what is there and the exact gcloud commands; delete nothing");
   cmd->add_flag("--force", o.force,
                 "Delete even when another user claims the pod or holds its TPU, or tpurun did not make the VM for you");
-  cmd->footer(R"(What `tpurun up` made: the queued resource is deleted with --force (its TPU
-VM goes with it), or the VM alone when no queued resource made it; then tpurun
-describes until it is gone. Refused, naming why, while another user claims the
-pod (tpurun claim) or holds a TPU on one of its workers, and for a VM that
-tpurun did not make for you (its tpurun-user label); --force overrides these.
-Every delete is in ~/.local/state/tpurun/audit.jsonl first.
-
-Examples:
-  tpurun down --dry-run        # what is there, and the gcloud command
-  tpurun --pod v4-32 down --yes
-  tpurun stage --down -- python3 main.py   # down once the run has ended)");
+  cmd->footer(help::kDown);
   return cmd;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/board/claim_check.hpp"
 #include "tpurun/board/pod_pick.hpp"
 #include "tpurun/fanout/fanout.hpp"
@@ -75,28 +76,7 @@ CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
                   "SIGKILL; that worker reports a timeout")
       ->allow_extra_args(false);
   cmd->add_option("command", o.argv, "The command and its arguments, after --; each arrives verbatim");
-  cmd->footer(R"(Output lines are prefixed with their worker: [w3 10.0.0.5] ...
-A line that several workers print within about half a second is printed once,
-labelled with them: [w0-7] epoch 1 loss 0.500. Workers that print it later are
-added in a line of their own: [+w6] epoch 1 loss 0.500. --raw turns this off.
-A progress bar redrawn with \r shows its latest state (on a terminal, on the
-bottom line); its final state is printed as a line. Lines longer than 64 KiB
-are cut. Details: docs/output.md.
-Exit status: 0 if every worker exited 0; 255 if any worker could not be reached
-or authenticated, or stopped answering mid-command (SSH keepalives, ~30s);
-124 if a command ran past --timeout; otherwise the largest remote exit code.
-130 after Ctrl-C. One worker's failure never stops the others.
-
-Examples:
-  tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
-  tpurun exec --worker 0 -- nvidia-smi            # worker 0 only
-  tpurun exec --worker 1-3 --gather -- uname -r    # identical whole outputs printed once
-  tpurun exec --raw -- dmesg | grep -i error       # every worker's every line
-  tpurun exec --script setup.sh                    # install packages, mount NFS everywhere
-  tpurun exec -- bash -c 'cd /nfs/code && git pull'   # shell syntax needs an explicit shell
-  tpurun exec --timeout 2m -- python3 check_tpu.py   # a hung worker cannot block
-  tpurun exec --json -- df -h /tmp | jq '.workers[] | {worker, exit_code}'
-  tpurun --pod auto exec -- python3 sweep.py   # the first free, unclaimed pod (docs/board.md))");
+  cmd->footer(help::kExec);
   return cmd;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
@@ -84,14 +85,7 @@ CLI::App* register_gc(CLI::App& app, GcOptions& o) {
   cmd->add_option("--older-than", o.older_than, "Age cutoff, e.g. 14d, 36h")->default_str("14d");
   cmd->add_flag("--dry-run", o.dry_run, "List what would be removed; remove nothing");
   cmd->add_flag("--json", o.json, "Print the report as JSON");
-  cmd->footer(R"(Only <staging_root>/<your user>/ is ever touched; other users' snapshots
-are never removed. A snapshot that one of your runs may still use (running,
-or restarting) is kept whatever its age, and gc names the run. On a pod
-with no shared mount the same is done on every worker's own copies too.
-
-Examples:
-  tpurun gc --dry-run
-  tpurun gc --older-than 3d)");
+  cmd->footer(help::kGc);
   return cmd;
 }
 

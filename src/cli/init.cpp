@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/pod/config_init.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/util/atomic_file.hpp"
@@ -35,15 +36,7 @@ CLI::App* register_init(CLI::App& app, InitOptions& o) {
   cmd->add_option("-o,--output", o.output, "Where to write it")->default_str("tpurun.json");
   cmd->add_flag("--force", o.force, "Overwrite an existing file");
   cmd->add_flag("--dry-run", o.dry_run, "Print the config; write nothing");
-  cmd->footer(R"(One gcloud pod per TPU VM that `gcloud compute tpus tpu-vm list` shows in the
-zone, named after it (the first READY one is the default), with
-staging_root and logs_root under <shared>/tpurun (with no NFS mount here, none:
-code and logs then stay on each worker's own disk). Workers come from gcloud on
-every run, so recreated TPU VMs need no edit. Then run `tpurun doctor`.
-
-Examples:
-  tpurun init --dry-run
-  tpurun init --zone us-central2-b --project my-proj --shared /kmh-nfs-us-mount)");
+  cmd->footer(help::kInit);
   return cmd;
 }
 

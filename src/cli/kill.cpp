@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/recorded_pod.hpp"
@@ -46,38 +47,7 @@ CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
   cmd->add_flag("--force", o.force,
                 "Admins: also kill other users' processes holding the TPU, via sudo -n (needs --yes)");
   cmd->add_flag("--yes", o.yes, "Confirm --force");
-  cmd->footer(R"(What is killed: each of your processes that holds a TPU device, and your tpurun
-jobs (processes with TPURUN_RUN_ID; only RUN's with --run), each with its whole
-tree: its process group and all its descendants, your processes only. SIGTERM
-first, SIGKILL after --grace; then the worker is scanned again.
-
---run without --pod acts on the pod the run was started on (all the slices of
-a multi-slice run).
-
-Runs: the watcher of the run (--run), or of every active run of yours on the
-pod (or on some of its hosts) when you kill on all its workers, is stopped first, so the run ends as "stopped" and is
-not restarted. Killing part of a run's workers counts as that run failing.
-
-Never killed: other users' processes. They are listed with user, pid, age and
-command so you know whom to ask. --force --yes (admins) kills them too, as root,
-after recording each process in the worker's syslog (as root: `journalctl -t
-tpurun`) and in your own ~/.local/state/tpurun/audit.jsonl. If either record
-cannot be written, nothing is signalled on that worker.
-
-Stale locks: once no process holds a device, a leftover /tmp/libtpu_lockfile
-(nobody holding its lock) and /tmp/tpu_logs are removed, with sudo -n when
-another user owns them. While anything holds the TPU, nothing is removed.
-
-Exit status: 0 if every selected worker ended free; 1 if any is still busy,
-has a stale lock or could only be seen partially (no sudo); 255 if any could
-not be reached or scanned; 2 for usage errors; 130 after Ctrl-C.
---dry-run exits 0 unless a worker could not be scanned.
-
-Examples:
-  tpurun kill --dry-run             # what would be signalled
-  tpurun kill                       # your jobs, TERM then KILL after 10s
-  tpurun kill --run 20250101-1200-ab12 --grace 30s
-  tpurun kill --worker 3 --force --yes   # admin: free worker 3 whoever holds it)");
+  cmd->footer(help::kKill);
   return cmd;
 }
 

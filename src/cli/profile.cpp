@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/profile_layout.hpp"
@@ -76,28 +77,7 @@ CLI::App* register_profile(CLI::App& app, ProfileOptions& o) {
   cmd->add_flag("--json", o.json, "Print one JSON document (schema: docs/profile.md)");
   cmd->add_flag("-n,--dry-run", o.dry_run, "Print the session, the workers and where each trace would go; "
                                            "connect to nothing");
-  cmd->footer(R"(The job must start a profiler server on every worker, e.g. in JAX
-  jax.profiler.start_server(9999)   # keep the returned object
-tpurun then reaches it through each worker's SSH session (no port opened),
-first checks who listens on the port (never another user's server, nor a job
-of another of your runs), and sends every worker one Profile call with one
-session id and one start time a moment ahead, so that the traces line up.
-Each server writes its own trace, on its file system (the shared mount), to
-  <log dir>/plugins/profile/<session>/<worker>.xplane.pb
-which is the layout TensorBoard's Profile tab reads: `tpurun tensorboard RUN`.
-
-One line per worker: the trace and its size, or why there is none (no server
-listening, and the line to add; another's server; the call failed; timed out).
-
-Exit status: 0 if every worker's trace was written; 1 if a worker had no
-server, another's, or its call failed; 124 if a call timed out; 255 if a
-worker could not be reached; 130 after Ctrl-C.
-
-Examples:
-  tpurun profile                              # the latest run, 2s on every worker
-  tpurun profile 20240419_000859_d4awst --duration 10s --delay 1m
-  tpurun profile last --worker 0-3 --python-tracer-level 1
-  tpurun profile --dry-run --json | jq '.workers[].path')");
+  cmd->footer(help::kProfile);
   return cmd;
 }
 

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/liveness.hpp"
@@ -75,19 +76,7 @@ CLI::App* register_runs(CLI::App& app, RunsOptions& o) {
   cmd->add_option("-n,--limit", o.limit, "How many runs, newest first")->default_str("20");
   cmd->add_flag("--json", o.json, "Print the runs as JSON");
   cmd->add_flag("--no-check", o.no_check, "Read the log dirs only; don't ask the workers which jobs are alive");
-  cmd->footer(R"TXT(Each run has one verdict, kept by its watcher: running, restarting, succeeded,
-failed (names the first failing worker), lost (a worker was lost first),
-stopped (tpurun kill), preempted (its TPU VM), or cancelled (the stage was
-interrupted before the launch: nothing started). Each worker: pending,
-running, succeeded, failed, lost, stopped (by tpurun, after another worker
-failed, or by kill) or restarting.
-A running run whose every worker has been at 0% duty cycle with no new log
-line for its --stall-after is "stalled since TIME" (stage --on-stall).
-UNWATCHED: the run's watcher is gone (killed, or its host restarted) while the
-run may still be going; `tpurun logs RUN -f` starts a new one. Once every
-worker's exit record is there, the records give the verdict the watcher would
-have given: "(finished, not watched)".
-Runs made by older tpurun versions show exited(CODE), lost or unknown per worker.)TXT");
+  cmd->footer(help::kRuns);
   return cmd;
 }
 

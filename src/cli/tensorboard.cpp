@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/profile_layout.hpp"
 #include "tpurun/runs/record/run_record.hpp"
@@ -72,24 +73,7 @@ CLI::App* register_tensorboard(CLI::App& app, TensorBoardOptions& o) {
                 "Serve on every network interface (default: localhost only, reached through ssh -L)");
   cmd->add_flag("-n,--dry-run", o.dry_run, "Print the tensorboard command and the ssh line; start nothing");
   cmd->add_flag("--json", o.json, "With --dry-run: print the command, the runs and the ssh line as JSON");
-  cmd->footer(R"(Each run is named by its tags (stage --tag b1024 --tag lr=0.1 -> b1024_lr0.1),
-or by its run id when it has none; runs that share tags get their run id's
-random part appended. TensorBoard reads <log dir>/tb when the run has one, else
-the whole log dir (it searches subdirectories), so write summaries under
-$TPURUN_LOG_DIR/tb, e.g. SummaryWriter(os.environ["TPURUN_LOG_DIR"] + "/tb").
-A run profiled with `tpurun profile` is served whole, so that TensorBoard's
-Profile tab finds <log dir>/plugins/profile/<session>/<worker>.xplane.pb
-(the profile plugin: pip install tensorboard-plugin-profile).
-
-tpurun then becomes TensorBoard (Ctrl-C stops it), serving on localhost only.
-From your laptop, forward the port through ssh as printed, e.g.
-  ssh -L 6006:localhost:6006 alice@devvm.example.com
-and open http://localhost:6006.
-
-Examples:
-  tpurun tensorboard last
-  tpurun tensorboard 20240419_020919_nevsyj 20240419_023004_itp67c --port 6060
-  tpurun tensorboard last --dry-run   # the command, to adapt and run by hand)");
+  cmd->footer(help::kTensorboard);
   return cmd;
 }
 

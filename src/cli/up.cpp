@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "cli/doctor.hpp"
+#include "cli/help_texts.hpp"
 #include "tpurun/cloud/up.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/describe_cache.hpp"
@@ -118,34 +119,7 @@ CLI::App* register_up(CLI::App& app, UpOptions& o) {
                   "create.max_queued; 0: no limit)");
   cmd->add_option("--poll", o.poll, "How often to ask gcloud while waiting")->group("");
   cmd->add_option("--fanout", o.fanout, "At most this many workers at once")->default_str("64")->check(CLI::Range(1, 4096));
-  cmd->footer(R"(The pod needs "gcloud" and "create" in its config (docs/config.md):
-  "create": { "accelerator_type": "v4-16", "runtime_version": "tpu-ubuntu2204-base",
-              "spot": true, "zones": ["us-central2-b", "us-east1-d"], "max_queued": "30m" }
-
-Queued (the default): a queued resource in the first zone, waited on through
-WAITING_FOR_RESOURCES, PROVISIONING and ACTIVE (a live status line: state, time
-in it, zone). FAILED (its error is printed) or waiting past max_queued: deleted
-with --force, then the next zone. "queued": false: `tpu-vm create`; no capacity
-(code 8), no reservation (9) or preempted while creating (3): the next zone;
-quota and permission errors stop, with the fix.
-
-Then: your key and the workers' host keys (as gcloud does on first use), the
-workers answering, the pod's "setup" script on every worker (one line per
-worker; output in ~/.local/state/tpurun/up-POD.setup.log), doctor's checks.
-Exit 0 when the pod is ready for `tpurun stage`. The zone it was made in is
-recorded (~/.local/state/tpurun/placements/): later commands find it there.
-
-Ctrl-C or a failure deletes what this up made (the queued resource with
---force, or the VM), and says so; --keep leaves it. On a READY pod, up says so
-and changes nothing (--setup runs the setup again). Every create and delete
-is in ~/.local/state/tpurun/audit.jsonl first.
-
-Examples:
-  tpurun up --dry-run                 # the gcloud commands, zone by zone
-  tpurun --pod v5e-64 up              # queued, zone failover, setup, doctor
-  tpurun up --max-queued 2h --keep    # wait longer per zone; keep a waiting one on Ctrl-C
-  tpurun up --setup                   # a READY pod: run its setup again
-  tpurun down --yes                   # the VM and its queued resource, gone)");
+  cmd->footer(help::kUp);
   return cmd;
 }
 
