@@ -21,28 +21,6 @@
 namespace tpurun::cli {
 namespace {
 
-// Snapshot name -> the user's runs that may still use it (running, or about
-// to restart from it). A squatted logs dir stops gc here (UnsafeDirError).
-std::map<std::string, std::vector<SnapshotUser>> snapshots_in_use(const std::string& logs_root,
-                                                                 const std::string& user) {
-  std::map<std::string, std::vector<SnapshotUser>> in_use;
-  if (logs_root.empty()) return in_use;
-  for (const std::string& dir : list_run_dirs(logs_root, user)) {
-    if (!run_is_active(dir)) continue;
-    std::string staged;
-    try {
-      staged = read_run_record(dir).staged_dir;
-    } catch (const std::exception&) {
-      continue;  // run_is_active said no record is no run
-    }
-    if (staged.empty()) continue;
-    auto state = read_run_state(dir);
-    in_use[std::filesystem::path(staged).filename().string()].push_back(
-        {std::filesystem::path(dir).filename().string(), state ? to_string(state->verdict) : "running"});
-  }
-  return in_use;
-}
-
 // No shared mount: the same gc on every worker's own copies, at once.
 std::vector<std::pair<Worker, WorkerGcReport>> gc_on_workers(const std::string& staging_root, const GcRequest& request,
                                                              Context& ctx) {

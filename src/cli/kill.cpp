@@ -6,17 +6,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <thread>
 
 #include "cli/help_texts.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/recorded_pod.hpp"
 #include "tpurun/runs/record/run_record.hpp"
-#include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/records_verdict.hpp"
 #include "tpurun/runs/watcher/watcher_control.hpp"
 #include "tpurun/tpu/kill_audit.hpp"
@@ -50,30 +47,6 @@ CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
   cmd->footer(help::kKill);
   return cmd;
 }
-
-namespace {
-
-// A run with no live watcher gets no verdict from one: once its jobs are
-// gone (their exit records written), the kill records it, as stopped.
-void record_unwatched_stop(const std::string& run_dir, LinePrinter& printer, const CancelToken& cancel) {
-  auto state = read_run_state(run_dir);
-  if (!state || is_final(state->verdict) || watcher_alive(*state, static_cast<long long>(std::time(nullptr)))) return;
-  const RunRecord record = read_run_record(run_dir);
-  for (int i = 0; i < 100 && !cancel.cancelled(); ++i) {  // the wrappers write the exit records as the jobs end
-    if (auto settled = verdict_from_records(record, *state)) {
-      settled->message = "stopped by tpurun kill while no watcher ran";
-      settled->updated_at = format_utc_time(std::chrono::system_clock::now());
-      write_run_state(run_dir, *settled);
-      printer.note(fmt::format("run {} had no watcher: recorded as {}", record.run_id, to_string(settled->verdict)));
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  printer.note(fmt::format("run {} has no watcher, and not every worker has an exit record yet: `tpurun runs` "
-                           "gives its verdict once they do", record.run_id));
-}
-
-}  // namespace
 
 int run_kill(const KillCommandOptions& o, Context& ctx) {
   if (o.force && !o.yes && !o.dry_run) {
@@ -140,7 +113,9 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     std::fwrite(text.data(), 1, text.size(), ctx.out);
     std::fflush(ctx.out);
   }
-  if (run_dir && !o.dry_run) record_unwatched_stop(*run_dir, printer, ctx.cancel);
+  if (run_dir && !o.dry_run) {
+    if (const std::string note = record_unwatched_stop(*run_dir, ctx.cancel); !note.empty()) printer.note(note);
+  }
   if (audit && std::any_of(reports.begin(), reports.end(),
                            [](const WorkerKill& r) { return r.signalled && r.plan.needs_root; })) {
     printer.note("recorded in " + audit->path() + " and in each worker's syslog (journalctl -t tpurun)");
