@@ -24,6 +24,7 @@
 #include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
+
 int parse_grace(const std::string& text) {
   const auto ms = parse_duration(text).count();
   if (ms > kMaxGraceMs) {
@@ -82,12 +83,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     // Your own file, never the shared logs_root: see kill_audit.hpp.
     audit.emplace(default_audit_path(ctx.env), local_user(ctx.env), target.pod.name,
                   [] { return std::time(nullptr); });
-    request.before_signal = [&](const Worker& worker, const LockScan& scan,
-                                const KillPlan& plan) -> std::optional<std::string> {
-      if (!plan.needs_root) return std::nullopt;
-      if (auto error = audit->record(worker, scan, plan)) return *error + "; nothing was signalled";
-      return std::nullopt;
-    };
+    request.before_signal = audit->before_signal();
   }
 
   // The run as found above ("last" and a prefix made whole), so its watcher

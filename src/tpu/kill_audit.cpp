@@ -118,4 +118,12 @@ std::optional<std::string> AuditLog::record(const Worker& worker, const LockScan
   return append_audit(path_, text);
 }
 
+decltype(KillRequest::before_signal) AuditLog::before_signal() {
+  return [this](const Worker& worker, const LockScan& scan, const KillPlan& plan) -> std::optional<std::string> {
+    if (!plan.needs_root) return std::nullopt;
+    if (auto error = record(worker, scan, plan)) return *error + "; nothing was signalled";
+    return std::nullopt;
+  };
+}
+
 }  // namespace tpurun
