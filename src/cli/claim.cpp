@@ -3,7 +3,6 @@
 #include "cli/claim.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <set>
 
@@ -12,15 +11,10 @@
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
+#include "tpurun/util/identity.hpp"
 
 namespace tpurun::cli {
 namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "";
-  return name;
-}
 
 std::chrono::seconds claim_duration(const std::string& text) {
   if (text.empty()) throw UsageError("how long? give --for DURATION, e.g. --for 3h (units: s, m, h, d)");

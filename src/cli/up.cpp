@@ -22,12 +22,6 @@
 namespace tpurun::cli {
 namespace {
 
-std::string state_dir(const Environment& env) {
-  auto xdg = env.get("XDG_STATE_HOME");
-  if (xdg && !xdg->empty() && xdg->front() == '/') return *xdg + "/tpurun";
-  return expand_home("~/.local/state/tpurun", env);
-}
-
 std::string tier(const CreateSpec& c) {
   if (c.spot) return "spot";
   if (c.reserved) return "reserved";

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tpurun/util/duration.hpp"
+#include "tpurun/util/identity.hpp"
 #include "tpurun/util/system.hpp"
 
 namespace tpurun {
@@ -75,11 +76,7 @@ std::string audit_entry(std::time_t when, const std::string& caller, const std::
   return entry.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string default_audit_path(const Environment& env) {
-  if (auto xdg = env.get("XDG_STATE_HOME"); xdg && !xdg->empty() && (*xdg)[0] == '/')
-    return *xdg + "/tpurun/audit.jsonl";
-  return expand_home("~/.local/state/tpurun/audit.jsonl", env);
-}
+std::string default_audit_path(const Environment& env) { return state_dir(env) + "/audit.jsonl"; }
 
 AuditLog::AuditLog(std::string path, std::string local_user, std::string pod, std::function<std::time_t()> clock)
     : path_(std::move(path)), local_user_(std::move(local_user)), pod_(std::move(pod)), clock_(std::move(clock)) {}
