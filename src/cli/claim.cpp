@@ -4,11 +4,10 @@
 
 #include <fmt/format.h>
 
-#include <set>
-
 #include "cli/help_texts.hpp"
 #include "tpurun/board/claim_check.hpp"
 #include "tpurun/pod/worker_select.hpp"
+#include "tpurun/ui/board_view.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
 #include "tpurun/util/identity.hpp"
@@ -114,33 +113,18 @@ CLI::App* register_claims(CLI::App& app, ClaimsOptions& o) {
 }
 
 int run_claims(const ClaimsOptions& o, Context& ctx) {
-  ConfigFile config = load_board_config(ctx);
+  const ConfigFile config = load_board_config(ctx);
   const auto now = WallClock::now();
-  std::set<std::string> roots;
-  for (const auto& [name, pod] : config.pods) {
-    if (!pod.logs_root.empty()) roots.insert(pod.logs_root);
-  }
-  nlohmann::json records = nlohmann::json::array();
-  std::vector<std::string> lines;
-  for (const std::string& root : roots) {
-    BoardScan scan = Board(root).scan();
-    print_warnings(scan.warnings, ctx);
-    for (const Claim& c : scan.claims) {
-      auto pod = config.pods.find(c.pod);
-      if (!c.live(now) || pod == config.pods.end() || pod->second.logs_root != root) continue;
-      records.push_back({{"pod", c.pod}, {"user", c.user}, {"host", c.host}, {"note", c.note},
-                         {"created_at", format_utc_time(c.created_at)}, {"expires_at", format_utc_time(c.expires_at)},
-                         {"seconds_left", std::chrono::duration_cast<std::chrono::seconds>(c.expires_at - now).count()},
-                         {"file", c.file}});
-      lines.push_back(fmt::format("{:<16} {}", c.pod, claim_text(c, now)));
-    }
-  }
+  const std::vector<Claim> claims =
+      live_claims(config, now, [&](const std::string& warning) { print_warnings({warning}, ctx); });
   if (o.json) {
+    nlohmann::json records = nlohmann::json::array();
+    for (const Claim& c : claims) records.push_back(live_claim_to_json(c, now));
     print_json(ctx.out, records);
-  } else if (lines.empty()) {
+  } else if (claims.empty()) {
     fmt::print(ctx.out, "no live claims\n");
   } else {
-    for (const std::string& line : lines) fmt::print(ctx.out, "{}\n", line);
+    for (const Claim& c : claims) fmt::print(ctx.out, "{:<16} {}\n", c.pod, claim_text(c, now));
   }
   return 0;
 }
