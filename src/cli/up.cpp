@@ -13,59 +13,23 @@
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/describe_cache.hpp"
 #include "tpurun/pod/placement.hpp"
-#include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/util/duration.hpp"
-#include "tpurun/util/identity.hpp"
 #include "tpurun/util/text.hpp"
 #include "tpurun/util/usage_error.hpp"
 
 namespace tpurun::cli {
 namespace {
 
-std::string tier(const CreateSpec& c) {
-  if (c.spot) return "spot";
-  if (c.reserved) return "reserved";
-  if (c.guaranteed) return "guaranteed";
-  if (c.best_effort) return "best-effort";
-  return "on demand";
-}
-
 UpJob make_job(const PodConfig& pod, const UpOptions& o, Context& ctx) {
-  if (!pod.gcloud) {
-    throw UsageError(fmt::format("pod '{}' lists its workers: `up` makes a gcloud pod's TPU VM (a pod with "
-                                 "\"gcloud\" and \"create\"; docs/config.md)", pod.name));
-  }
-  if (!pod.create) {
-    throw UsageError(fmt::format("pod '{}' has no \"create\" block: say how to make its TPU VM, e.g. \"create\": "
-                                 "{{\"accelerator_type\": \"v4-16\", \"runtime_version\": \"tpu-ubuntu2204-base\", "
-                                 "\"spot\": true, \"zones\": [\"{}\"]}} (docs/config.md)",
-                                 pod.name, pod.gcloud->zone));
-  }
-  UpJob job;
-  job.pod = pod.name;
-  job.user = local_user(ctx.env);
-  job.gcloud = *pod.gcloud;
-  job.create = *pod.create;
-  job.setup_script = pod.setup_script;
-  job.state_dir = state_dir(ctx.env);
-  job.audit_path = default_audit_path(ctx.env);
+  UpJob job = up_job_for(pod, ctx.env);
   job.fanout = o.fanout;
   job.keep = o.keep;
-  job.max_queued = o.max_queued.empty()
-                       ? job.create.max_queued
-                       : std::chrono::duration_cast<std::chrono::seconds>(parse_duration(o.max_queued));
+  if (!o.max_queued.empty()) {
+    job.max_queued = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(o.max_queued));
+  }
   job.poll = parse_duration(o.poll);
   if (job.poll.count() <= 0) throw UsageError("--poll must be positive");
   return job;
-}
-
-// Where the VM is now (the zone `up` made it in, else gcloud.zone): NOT_FOUND when gone.
-TpuNode describe_now(const PodConfig& pod, Context& ctx) {
-  try {
-    return describe_node(pod.name, *pod.gcloud, ctx.processes);
-  } catch (const TpuUnavailable& e) {
-    return e.node();
-  }
 }
 
 int finish(const UpJob& job, const UpResult& r, LinePrinter& printer, Context& ctx, bool made) {
@@ -124,7 +88,7 @@ int run_up(const UpOptions& o, Context& ctx) {
   UpJob job = make_job(pod, o, ctx);
   if (o.dry_run) {
     fmt::print(ctx.out, "up --dry-run: pod '{}', TPU VM {} ({}, {}, {}), {}; nothing is created\n", pod.name,
-               job.gcloud.name, job.create.accelerator_type, job.create.runtime_version, tier(job.create),
+               job.gcloud.name, job.create.accelerator_type, job.create.runtime_version, create_tier(job.create),
                job.create.queued ? "through a queued resource" : "tpu-vm create");
     for (const std::string& line : up_plan(job)) fmt::print(ctx.out, "  {}\n", line);
     return 0;
@@ -136,7 +100,7 @@ int run_up(const UpOptions& o, Context& ctx) {
   UpIo io{ctx.processes, *transport, ctx.env, ctx.cancel, [&](const std::string& line) { printer.note(line); },
           [&](const std::string& line) { printer.progress(line); }};
 
-  const TpuNode now = describe_now(pod, ctx);
+  const TpuNode now = describe_node_or_gone(pod.name, *pod.gcloud, ctx.processes);
   if (now.ready() && !now.workers.empty()) {
     printer.note(fmt::format("pod '{}': TPU VM {} is READY in {} already; nothing is created{}", pod.name,
                              job.gcloud.name, pod.gcloud->zone, o.setup ? "" : " (--setup runs its setup again)"));
@@ -157,7 +121,7 @@ int run_up(const UpOptions& o, Context& ctx) {
   }
   forget_describe(*pod.gcloud, ctx.env);
   printer.note(fmt::format("pod '{}': making TPU VM {} ({}, {}) {} in {}", pod.name, job.gcloud.name,
-                           job.create.accelerator_type, tier(job.create),
+                           job.create.accelerator_type, create_tier(job.create),
                            job.create.queued ? "through a queued resource" : "with tpu-vm create",
                            fmt::join(job.create.zones, ", then ")));
   const UpResult r = bring_up(job, io);
