@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 
 #include "cli/help_texts.hpp"
 #include "tpurun/fanout/printer.hpp"
@@ -14,8 +13,6 @@
 #include "tpurun/runs/record/recorded_pod.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/tpu/profile.hpp"
-#include "tpurun/transport/shell_quote.hpp"
-#include "tpurun/util/atomic_file.hpp"
 #include "tpurun/ui/profile_view.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
@@ -79,25 +76,6 @@ CLI::App* register_profile(CLI::App& app, ProfileOptions& o) {
                                            "connect to nothing");
   cmd->footer(help::kProfile);
   return cmd;
-}
-
-// No shared mount: each trace is written on its worker's disk, under the
-// run's dir there; it is copied into the run's log dir here.
-TraceFetch fetch_trace_into(const RunRecord& run) {
-  return [run](const Worker&, Connection& connection, const std::string& path) -> TraceCopy {
-    if (!path.starts_with(run.worker_log_dir + "/")) return {std::nullopt, "not under the run's dir on the worker"};
-    const std::string here = run.log_dir + path.substr(run.worker_log_dir.size());
-    CaptureSink sink;
-    auto got = connection.run(RemoteCommand{"cat -- " + shell_quote(path), "", 60000}, sink, CancelToken());
-    if (!got || got->code != 0) {
-      return {std::nullopt, "written on the worker, but not copied here: " +
-                                (got ? sink.err : got.error().message)};
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(here).parent_path(), ec);
-    write_file_atomic(here, sink.out);
-    return {static_cast<uint64_t>(sink.out.size()), ""};
-  };
 }
 
 int run_profile(const ProfileOptions& o, Context& ctx) {
