@@ -4,13 +4,11 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <optional>
 #include <sstream>
 
 #include "cli/help_texts.hpp"
 #include "tpurun/board/claim_check.hpp"
 #include "tpurun/board/pod_pick.hpp"
-#include "tpurun/fanout/fanout.hpp"
 #include "tpurun/fanout/gather.hpp"
 #include "tpurun/fanout/live_output.hpp"
 #include "tpurun/fanout/printer.hpp"
@@ -112,34 +110,13 @@ int run_exec(const ExecOptions& o, Context& ctx) {
   }
 
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  const bool stream_live = !o.json && !o.gather;
-  LiveOutputOptions live_options;
-  live_options.collapse = !o.raw;
-  LiveOutput live(printer, target.workers, live_options);
-  std::vector<OutputSink*> live_sinks(target.workers.size(), nullptr);
-  std::optional<LiveOutputTicker> ticker;
-  if (stream_live) {
-    for (size_t i = 0; i < target.workers.size(); ++i) live_sinks[i] = &live.sink(target.workers[i].index);
-    ticker.emplace(live);
-  }
   FanoutPlan plan;
   plan.workers = target.workers;
   plan.command = command;
   plan.fanout = o.target.fanout;
-  plan.capture = !stream_live;
+  plan.capture = o.json || o.gather;
   auto transport = ctx.make_transport(target.pod);
-  std::atomic<size_t> done{0};
-  auto outcomes = run_on_workers(plan, *transport, live_sinks, ctx.cancel, [&](const WorkerOutcome& outcome) {
-    if (stream_live) {  // its last line shows now, and no collapsed line waits for it any longer
-      live.set_state(outcome.worker.index, outcome.ok() ? WorkerRunState::exited : WorkerRunState::failed);
-      live.sink(outcome.worker.index).flush();
-    }
-    size_t n = ++done;
-    if (!stream_live) printer.progress(fmt::format("{}/{} workers done", n, target.workers.size()));
-  });
-  ticker.reset();
-  if (stream_live) live.finish();
-  printer.clear_progress();
+  const auto outcomes = run_with_live_output(plan, *transport, printer, !o.raw, ctx.cancel);
 
   const int code = aggregate_exit_code(outcomes);
   if (o.json) {
