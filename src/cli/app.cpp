@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,15 +92,6 @@ void check_subcommand(int argc, char** argv, const CLI::App& app) {
                                    fmt::join(shown, ", ")));
     }
     return;
-  }
-}
-
-// -v: this process's peak resident memory (its child processes, git and
-// ssh, apart), for the benches' memory targets.
-void log_peak_memory() {
-  rusage usage{};
-  if (::getrusage(RUSAGE_SELF, &usage) == 0) {
-    spdlog::debug("peak memory: {:.1f} MiB resident (tpurun itself)", static_cast<double>(usage.ru_maxrss) / 1024);
   }
 }
 
