@@ -25,7 +25,8 @@ add_custom_command(
     ${TPURUN_WORKER_EXPANDED} ${TPURUN_WORKER_OUT}/worker/protocol_tokens.py
   COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${CMAKE_CURRENT_LIST_DIR} -DOUT=${TPURUN_WORKER_OUT}
     -DPROGRAMS=${programs_arg} -DEMBED=${embed_arg} -P ${CMAKE_CURRENT_LIST_DIR}/embed.cmake
-  DEPENDS ${CMAKE_CURRENT_LIST_DIR}/embed.cmake ${CMAKE_CURRENT_LIST_DIR}/protocol.tokens ${TPURUN_WORKER_FILES}
+  DEPENDS ${CMAKE_CURRENT_LIST_DIR}/embed.cmake ${PROJECT_SOURCE_DIR}/scripts/embed_text.cmake
+    ${CMAKE_CURRENT_LIST_DIR}/protocol.tokens ${TPURUN_WORKER_FILES}
   COMMENT "Worker programs into the binary (worker/)"
   VERBATIM)
 # Its own unit: a changed program recompiles this file alone.

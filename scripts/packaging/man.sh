@@ -1,6 +1,8 @@
 #!/bin/sh
 # man.sh BIN OUT: writes tpurun(1) from the binary's own help: the overview
-# (tpurun --help), then each command's --help as it prints it.
+# (tpurun --help), then each command's --help as it prints it. Their long
+# texts are the files of docs/help/, embedded in the binary: one source for
+# both.
 set -eu
 bin=$1 out=$2
 . "$(dirname "$0")/help.sh"

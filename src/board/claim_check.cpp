@@ -5,6 +5,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/util/atomic_file.hpp"
 #include "tpurun/util/duration.hpp"
@@ -80,6 +82,24 @@ void respect_claim(const std::string& logs_root, const std::string& pod, bool ig
 }
 
 }  // namespace
+
+std::vector<Claim> live_claims(const ConfigFile& config, WallClock::time_point now,
+                               const std::function<void(const std::string&)>& warn) {
+  std::set<std::string> roots;
+  for (const auto& [name, pod] : config.pods) {
+    if (!pod.logs_root.empty()) roots.insert(pod.logs_root);
+  }
+  std::vector<Claim> live;
+  for (const std::string& root : roots) {
+    BoardScan scan = Board(root).scan();
+    for (const std::string& w : scan.warnings) warn(w);
+    for (const Claim& c : scan.claims) {
+      auto pod = config.pods.find(c.pod);
+      if (c.live(now) && pod != config.pods.end() && pod->second.logs_root == root) live.push_back(c);
+    }
+  }
+  return live;
+}
 
 void respect_claims(const PodConfig& pod, bool ignore_claim, Context& ctx) {
   if (pod.logs_root.empty()) return;

@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include "cli/down.hpp"
 #include "cli/exec.hpp"
 #include "cli/gc.hpp"
+#include "cli/help_texts.hpp"
 #include "cli/hostkeys.hpp"
 #include "cli/init.hpp"
 #include "cli/kill.hpp"
@@ -39,30 +39,6 @@
 
 namespace tpurun::cli {
 namespace {
-
-constexpr const char* kDescription = R"(tpurun: run and manage jobs on Google Cloud TPU VM pods.
-
-A pod is a set of workers (hosts) that all run the same command. tpurun reads
-pods from tpurun.json (or --config FILE); with no config at all, the pod is
-this host alone and commands run locally.)";
-
-constexpr const char* kFooter = R"(Typical session:
-  tpurun up                          # the pod's TPU VM from its "create": queued, zone failover, setup
-  tpurun stage -- python3 main.py --config=configs/tpu.py   # snapshot, launch, follow
-  tpurun status                      # who holds the TPU on each worker
-  tpurun top --watch                 # how busy each chip is (HBM, duty cycle), and whose
-  tpurun profile --duration 5s       # one lined-up profile of every worker, for TensorBoard
-  tpurun kill                        # stop your own jobs (never anyone else's)
-  tpurun logs last -f                # reattach to the newest run
-  tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
-  tpurun --pod v4-32 exec --worker 0 -- df -h /tmp
-  tpurun claim v4-32 --for 3h --note "lr sweep"   # others' stage/exec refuse it
-  tpurun tensorboard last            # TensorBoard on this host, plus the ssh -L line
-  tpurun init                        # a first tpurun.json from gcloud's TPU VMs and your NFS mount
-  tpurun doctor                      # every problem between here and a working run
-  tpurun down --yes                  # the TPU VM and its queued resource, gone
-
-Config: docs/config.md. Run 'tpurun COMMAND --help' for a command's options.)";
 
 // Everything after the first "--" is the job's command, verbatim: CLI11 2.1
 // reads an option of optional arity (stage --wait) followed by "--" as if
@@ -119,15 +95,6 @@ void check_subcommand(int argc, char** argv, const CLI::App& app) {
   }
 }
 
-// -v: this process's peak resident memory (its child processes, git and
-// ssh, apart), for the benches' memory targets.
-void log_peak_memory() {
-  rusage usage{};
-  if (::getrusage(RUSAGE_SELF, &usage) == 0) {
-    spdlog::debug("peak memory: {:.1f} MiB resident (tpurun itself)", static_cast<double>(usage.ru_maxrss) / 1024);
-  }
-}
-
 }  // namespace
 
 void add_target_options(CLI::App& cmd, TargetOptions& options) {
@@ -150,8 +117,8 @@ PodConfig load_pod_records(Context& ctx) {
 }
 
 int main(int argc, char** argv) {
-  CLI::App app{kDescription, "tpurun"};
-  app.footer(kFooter);
+  CLI::App app{help::kTpurunAbout, "tpurun"};
+  app.footer(help::kTpurun);
   app.require_subcommand(1);
   app.fallthrough();  // global flags are accepted after the subcommand too
   app.set_version_flag("--version", version_line());

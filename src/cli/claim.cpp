@@ -3,23 +3,17 @@
 #include "cli/claim.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <set>
-
+#include "cli/help_texts.hpp"
 #include "tpurun/board/claim_check.hpp"
 #include "tpurun/pod/worker_select.hpp"
+#include "tpurun/ui/board_view.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
+#include "tpurun/util/identity.hpp"
 
 namespace tpurun::cli {
 namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "";
-  return name;
-}
 
 std::chrono::seconds claim_duration(const std::string& text) {
   if (text.empty()) throw UsageError("how long? give --for DURATION, e.g. --for 3h (units: s, m, h, d)");
@@ -46,16 +40,7 @@ CLI::App* register_claim(CLI::App& app, ClaimOptions& o) {
   cmd->add_option("--note", o.note, "What it is for, shown to others");
   cmd->add_flag("--extend", o.extend, "You hold it already: move the end to now + --for");
   cmd->add_flag("--dry-run", o.dry_run, "Say whether the claim would be taken; take nothing");
-  cmd->footer(R"(A claim is a file in <logs_root>/.board/ that only you can write. Other
-users' tpurun stage and exec refuse the pod until it expires or you release
-it (they can override with --ignore-claim). One claim per pod at a time.
-Claims are advice between colleagues: they never change what kill may touch,
-and they do not stop ssh. See docs/board.md.
-
-Examples:
-  tpurun claim v4-32-a --for 3h --note "lr sweep, ask me on chat"
-  tpurun claim v4-32-a --for 1h --extend
-  tpurun release v4-32-a)");
+  cmd->footer(help::kClaim);
   return cmd;
 }
 
@@ -128,33 +113,18 @@ CLI::App* register_claims(CLI::App& app, ClaimsOptions& o) {
 }
 
 int run_claims(const ClaimsOptions& o, Context& ctx) {
-  ConfigFile config = load_board_config(ctx);
+  const ConfigFile config = load_board_config(ctx);
   const auto now = WallClock::now();
-  std::set<std::string> roots;
-  for (const auto& [name, pod] : config.pods) {
-    if (!pod.logs_root.empty()) roots.insert(pod.logs_root);
-  }
-  nlohmann::json records = nlohmann::json::array();
-  std::vector<std::string> lines;
-  for (const std::string& root : roots) {
-    BoardScan scan = Board(root).scan();
-    print_warnings(scan.warnings, ctx);
-    for (const Claim& c : scan.claims) {
-      auto pod = config.pods.find(c.pod);
-      if (!c.live(now) || pod == config.pods.end() || pod->second.logs_root != root) continue;
-      records.push_back({{"pod", c.pod}, {"user", c.user}, {"host", c.host}, {"note", c.note},
-                         {"created_at", format_utc_time(c.created_at)}, {"expires_at", format_utc_time(c.expires_at)},
-                         {"seconds_left", std::chrono::duration_cast<std::chrono::seconds>(c.expires_at - now).count()},
-                         {"file", c.file}});
-      lines.push_back(fmt::format("{:<16} {}", c.pod, claim_text(c, now)));
-    }
-  }
+  const std::vector<Claim> claims =
+      live_claims(config, now, [&](const std::string& warning) { print_warnings({warning}, ctx); });
   if (o.json) {
+    nlohmann::json records = nlohmann::json::array();
+    for (const Claim& c : claims) records.push_back(live_claim_to_json(c, now));
     print_json(ctx.out, records);
-  } else if (lines.empty()) {
+  } else if (claims.empty()) {
     fmt::print(ctx.out, "no live claims\n");
   } else {
-    for (const std::string& line : lines) fmt::print(ctx.out, "{}\n", line);
+    for (const Claim& c : claims) fmt::print(ctx.out, "{:<16} {}\n", c.pod, claim_text(c, now));
   }
   return 0;
 }

@@ -3,74 +3,22 @@
 #include "cli/doctor.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/doctor/doctor.hpp"
-#include "tpurun/fanout/gather.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
+#include "tpurun/ui/doctor_view.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
-namespace {
-
-const char* severity_name(Finding::Severity s) { return s == Finding::Severity::error ? "error" : "warning"; }
-
-std::string where(const Finding& f) { return f.workers.empty() ? "here" : compact_worker_set(f.workers); }
-
-nlohmann::json findings_json(const std::string& pod, size_t workers, const std::vector<Finding>& findings) {
-  nlohmann::json problems = nlohmann::json::array();
-  int errors = 0;
-  for (const Finding& f : findings) {
-    errors += f.severity == Finding::Severity::error ? 1 : 0;
-    problems.push_back({{"severity", severity_name(f.severity)},
-                        {"check", f.check},
-                        {"workers", f.workers},
-                        {"problem", f.problem},
-                        {"fix", f.fix}});
-  }
-  return {{"pod", pod}, {"workers", workers}, {"ok", errors == 0}, {"problems", problems}};
-}
-
-void print_findings(const std::vector<Finding>& findings, std::FILE* out) {
-  for (const Finding& f : findings) {
-    fmt::print(out, "{:<7} {}: {}\n", severity_name(f.severity), where(f), f.problem);
-    if (!f.fix.empty()) {
-      std::string fix = f.fix;
-      for (size_t at = fix.find('\n'); at != std::string::npos; at = fix.find('\n', at + 1)) fix.insert(at + 1, "        ");
-      fmt::print(out, "        fix: {}\n", fix);
-    }
-  }
-}
-
-}  // namespace
 
 CLI::App* register_doctor(CLI::App& app, DoctorOptions& o) {
   CLI::App* cmd = app.add_subcommand("doctor", "Check everything a run needs on every worker; each problem with its fix");
   add_target_options(*cmd, o.target);
   cmd->add_flag("--json", o.json, "Print {pod, workers, ok, problems: [{severity, check, workers, problem, fix}]}");
-  cmd->footer(R"(On every worker:
-  reach    it answers, and your key is accepted
-  uid      your uid and gid are the same as here (NFS owns files by number)
-  mount    the staging and logs roots exist there, and a probe file written
-           here on the shared mount is visible there (the same file system)
-  sudo     sudo -n works (else status sees only your processes)
-  devices  TPU device files (/dev/accel*, /dev/vfio/N) are there
-  tpu      nobody holds the TPU, and no stale /tmp/libtpu_lockfile blocks it
-  clock    its clock is within 2s of this host's
-  tmp      /tmp has at least 1 GiB free
-  versions python3, jax, jaxlib and libtpu are the same version on every
-           worker (warns naming the workers that differ; jax#10218)
-Here: the roots' owner, mode and sticky bit (docs/ownership.md), and for a
-gcloud pod gcloud's account and project. A gcloud pod whose TPU VM is not
-READY (or is gone) is reported with what gcloud said.
-
-Exit status: 0 when there is no error (warnings allowed); 1 otherwise.
-
-Examples:
-  tpurun doctor
-  tpurun doctor --worker 0-3 --json | jq '.problems[] | select(.severity == "error")')");
+  cmd->footer(help::kDoctor);
   return cmd;
 }
 
@@ -85,9 +33,9 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
   } catch (const std::exception& e) {
     std::vector<Finding> cannot{{Finding::Severity::error, "gcloud", {}, e.what(), ""}};
     if (o.json) {
-      print_json(ctx.out, findings_json(ctx.pod_request.pod.value_or(""), 0, cannot));
+      print_json(ctx.out, findings_to_json(ctx.pod_request.pod.value_or(""), 0, cannot));
     } else {
-      print_findings(cannot, ctx.out);
+      fmt::print(ctx.out, "{}", format_findings(cannot));
     }
     return 1;
   }
@@ -102,21 +50,12 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
   if (ctx.cancel.cancelled()) return 130;
 
   const std::vector<Finding> findings = judge(local, workers);
-  size_t errors = 0;
-  for (const Finding& f : findings) errors += f.severity == Finding::Severity::error ? 1 : 0;
   if (o.json) {
-    print_json(ctx.out, findings_json(target.pod.name, target.workers.size(), findings));
-    return errors ? 1 : 0;
+    print_json(ctx.out, findings_to_json(target.pod.name, target.workers.size(), findings));
+  } else {
+    fmt::print(ctx.out, "{}", format_doctor_report(target.pod.name, target.workers.size(), findings));
   }
-  fmt::print(ctx.out, "doctor: pod '{}', {} worker{}\n", target.pod.name, target.workers.size(),
-             target.workers.size() == 1 ? "" : "s");
-  print_findings(findings, ctx.out);
-  fmt::print(ctx.out, "{}\n",
-             findings.empty() ? "no problems found: reach, uid, mount, sudo, devices, tpu, clock, tmp and versions "
-                                "are fine on every worker"
-                              : fmt::format("{} error{}, {} warning{}", errors, errors == 1 ? "" : "s",
-                                            findings.size() - errors, findings.size() - errors == 1 ? "" : "s"));
-  return errors ? 1 : 0;
+  return error_count(findings) ? 1 : 0;
 }
 
 }  // namespace tpurun::cli

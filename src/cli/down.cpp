@@ -3,41 +3,17 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <iostream>
-
+#include "cli/help_texts.hpp"
 #include "tpurun/cloud/down.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/describe_cache.hpp"
 #include "tpurun/pod/placement.hpp"
-#include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/transport/shell_quote.hpp"
-#include "tpurun/util/identity.hpp"
+#include "tpurun/ui/confirm.hpp"
 #include "tpurun/util/usage_error.hpp"
 
 namespace tpurun::cli {
-namespace {
-
-std::string what_is_there(const DownFacts& f, const GcloudSpec& spec) {
-  std::string text = fmt::format("TPU VM {} in {}: {}", spec.name, spec.zone,
-                                 f.node.state == "NOT_FOUND" ? "no VM" : node_state_text(f.node));
-  if (f.qr.state != "NOT_FOUND") text += fmt::format("; queued resource {}: {}", f.qr.name, f.qr.state);
-  if (!f.made_by.empty()) text += fmt::format(" (made by tpurun for {})", f.made_by);
-  return text;
-}
-
-bool confirmed(const std::string& question, Context& ctx) {
-  if (!::isatty(STDIN_FILENO) || !ctx.err_is_tty) return false;
-  fmt::print(ctx.err, "tpurun: {} [y/N] ", question);
-  std::fflush(ctx.err);
-  std::string answer;
-  std::getline(std::cin, answer);
-  return answer == "y" || answer == "Y" || answer == "yes";
-}
-
-}  // namespace
 
 CLI::App* register_down(CLI::App& app, DownOptions& o) {
   CLI::App* cmd = app.add_subcommand("down", "Delete the pod's TPU VM and its queued resource, and wait until gone");
@@ -45,17 +21,7 @@ CLI::App* register_down(CLI::App& app, DownOptions& o) {
   cmd->add_flag("--dry-run", o.dry_run, "Say what is there and the exact gcloud commands; delete nothing");
   cmd->add_flag("--force", o.force,
                 "Delete even when another user claims the pod or holds its TPU, or tpurun did not make the VM for you");
-  cmd->footer(R"(What `tpurun up` made: the queued resource is deleted with --force (its TPU
-VM goes with it), or the VM alone when no queued resource made it; then tpurun
-describes until it is gone. Refused, naming why, while another user claims the
-pod (tpurun claim) or holds a TPU on one of its workers, and for a VM that
-tpurun did not make for you (its tpurun-user label); --force overrides these.
-Every delete is in ~/.local/state/tpurun/audit.jsonl first.
-
-Examples:
-  tpurun down --dry-run        # what is there, and the gcloud command
-  tpurun --pod v4-32 down --yes
-  tpurun stage --down -- python3 main.py   # down once the run has ended)");
+  cmd->footer(help::kDown);
   return cmd;
 }
 
@@ -64,38 +30,16 @@ int down_pod(const PodConfig& pod, const DownOptions& o, Context& ctx) {
     throw UsageError(fmt::format("pod '{}' lists its workers: there is no TPU VM of it for tpurun to delete", pod.name));
   }
   // No one to ask: refused before gcloud is asked anything.
-  if (!o.yes && !o.dry_run && !(::isatty(STDIN_FILENO) && ctx.err_is_tty)) {
+  if (!o.yes && !o.dry_run && !can_ask(ctx)) {
     throw UsageError(fmt::format("pod '{}': deleting its TPU VM {} (and its queued resource) needs --yes (or an "
                                  "answer on a terminal); `tpurun down --dry-run` shows what is there",
                                  pod.name, pod.gcloud->name));
   }
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  DownJob job;
-  job.pod = pod.name;
-  job.user = local_user(ctx.env);
-  job.gcloud = *pod.gcloud;
-  job.logs_root = pod.logs_root;
-  job.device_globs = pod.device_globs;
-  job.audit_path = default_audit_path(ctx.env);
-  job.force = o.force;
+  DownJob job = down_job_for(pod, ctx.env, o.force);
   auto transport = ctx.make_transport(pod);
   DownIo io{ctx.processes, *transport, ctx.cancel, [&](const std::string& line) { printer.note(line); }};
-  DownFacts facts = gather_down_facts(job, io);
-  // Not where this user's `up` recorded it (or another user's `up` made it):
-  // the other zones that "create" names.
-  if (nothing_left(facts) && facts.describe_error.empty() && pod.create) {
-    for (const std::string& zone : pod.create->zones) {
-      if (zone == pod.gcloud->zone) continue;
-      DownJob there = job;
-      there.gcloud.zone = zone;
-      DownFacts found = gather_down_facts(there, io);
-      if (!nothing_left(found) || !found.describe_error.empty()) {
-        job = there;
-        facts = std::move(found);
-        break;
-      }
-    }
-  }
+  const DownFacts facts = find_down_facts(job, pod.create ? pod.create->zones : std::vector<std::string>{}, io);
   if (nothing_left(facts) && facts.describe_error.empty()) {
     forget_placement(*pod.gcloud, ctx.env);
     forget_describe(*pod.gcloud, ctx.env);
@@ -104,7 +48,7 @@ int down_pod(const PodConfig& pod, const DownOptions& o, Context& ctx) {
                                                           : pod.gcloud->zone));
     return 0;
   }
-  const std::string there = what_is_there(facts, job.gcloud);
+  const std::string there = down_facts_text(facts, job.gcloud);
   if (auto why = down_refusal(facts, job.user, o.force)) {
     printer.note(fmt::format("pod '{}': not deleting {}: {}", pod.name, there, *why));
     return 1;
@@ -114,7 +58,7 @@ int down_pod(const PodConfig& pod, const DownOptions& o, Context& ctx) {
     for (const auto& argv : down_commands(facts, job.gcloud)) fmt::print(ctx.out, "  {}\n", shell_display(argv));
     return 0;
   }
-  if (!o.yes && !confirmed(fmt::format("delete {}?", there), ctx)) {
+  if (!o.yes && !confirm(fmt::format("tpurun: delete {}? ", there), ctx)) {
     throw UsageError(fmt::format("pod '{}': deleting {} needs --yes (or an answer on a terminal)", pod.name, there));
   }
   const std::string error = tear_down(job, facts, io);

@@ -4,12 +4,11 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <optional>
 #include <sstream>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/board/claim_check.hpp"
 #include "tpurun/board/pod_pick.hpp"
-#include "tpurun/fanout/fanout.hpp"
 #include "tpurun/fanout/gather.hpp"
 #include "tpurun/fanout/live_output.hpp"
 #include "tpurun/fanout/printer.hpp"
@@ -75,28 +74,7 @@ CLI::App* register_exec(CLI::App& app, ExecOptions& o) {
                   "SIGKILL; that worker reports a timeout")
       ->allow_extra_args(false);
   cmd->add_option("command", o.argv, "The command and its arguments, after --; each arrives verbatim");
-  cmd->footer(R"(Output lines are prefixed with their worker: [w3 10.0.0.5] ...
-A line that several workers print within about half a second is printed once,
-labelled with them: [w0-7] epoch 1 loss 0.500. Workers that print it later are
-added in a line of their own: [+w6] epoch 1 loss 0.500. --raw turns this off.
-A progress bar redrawn with \r shows its latest state (on a terminal, on the
-bottom line); its final state is printed as a line. Lines longer than 64 KiB
-are cut. Details: docs/output.md.
-Exit status: 0 if every worker exited 0; 255 if any worker could not be reached
-or authenticated, or stopped answering mid-command (SSH keepalives, ~30s);
-124 if a command ran past --timeout; otherwise the largest remote exit code.
-130 after Ctrl-C. One worker's failure never stops the others.
-
-Examples:
-  tpurun exec -- python3 -c 'import jax; print(jax.device_count())'
-  tpurun exec --worker 0 -- nvidia-smi            # worker 0 only
-  tpurun exec --worker 1-3 --gather -- uname -r    # identical whole outputs printed once
-  tpurun exec --raw -- dmesg | grep -i error       # every worker's every line
-  tpurun exec --script setup.sh                    # install packages, mount NFS everywhere
-  tpurun exec -- bash -c 'cd /nfs/code && git pull'   # shell syntax needs an explicit shell
-  tpurun exec --timeout 2m -- python3 check_tpu.py   # a hung worker cannot block
-  tpurun exec --json -- df -h /tmp | jq '.workers[] | {worker, exit_code}'
-  tpurun --pod auto exec -- python3 sweep.py   # the first free, unclaimed pod (docs/board.md))");
+  cmd->footer(help::kExec);
   return cmd;
 }
 
@@ -132,34 +110,13 @@ int run_exec(const ExecOptions& o, Context& ctx) {
   }
 
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
-  const bool stream_live = !o.json && !o.gather;
-  LiveOutputOptions live_options;
-  live_options.collapse = !o.raw;
-  LiveOutput live(printer, target.workers, live_options);
-  std::vector<OutputSink*> live_sinks(target.workers.size(), nullptr);
-  std::optional<LiveOutputTicker> ticker;
-  if (stream_live) {
-    for (size_t i = 0; i < target.workers.size(); ++i) live_sinks[i] = &live.sink(target.workers[i].index);
-    ticker.emplace(live);
-  }
   FanoutPlan plan;
   plan.workers = target.workers;
   plan.command = command;
   plan.fanout = o.target.fanout;
-  plan.capture = !stream_live;
+  plan.capture = o.json || o.gather;
   auto transport = ctx.make_transport(target.pod);
-  std::atomic<size_t> done{0};
-  auto outcomes = run_on_workers(plan, *transport, live_sinks, ctx.cancel, [&](const WorkerOutcome& outcome) {
-    if (stream_live) {  // its last line shows now, and no collapsed line waits for it any longer
-      live.set_state(outcome.worker.index, outcome.ok() ? WorkerRunState::exited : WorkerRunState::failed);
-      live.sink(outcome.worker.index).flush();
-    }
-    size_t n = ++done;
-    if (!stream_live) printer.progress(fmt::format("{}/{} workers done", n, target.workers.size()));
-  });
-  ticker.reset();
-  if (stream_live) live.finish();
-  printer.clear_progress();
+  const auto outcomes = run_with_live_output(plan, *transport, printer, !o.raw, ctx.cancel);
 
   const int code = aggregate_exit_code(outcomes);
   if (o.json) {

@@ -4,94 +4,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/pod/worker_select.hpp"
-#include "tpurun/runs/record/run_record.hpp"
-#include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/records_verdict.hpp"
-#include "tpurun/fanout/fanout.hpp"
-#include "tpurun/staging/gc.hpp"
-#include "tpurun/staging/worker_gc.hpp"
+#include "tpurun/ui/gc_view.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
 #include "tpurun/util/identity.hpp"
 
 namespace tpurun::cli {
-namespace {
-
-// Snapshot name -> the user's runs that may still use it (running, or about
-// to restart from it). A squatted logs dir stops gc here (UnsafeDirError).
-std::map<std::string, std::vector<SnapshotUser>> snapshots_in_use(const std::string& logs_root,
-                                                                 const std::string& user) {
-  std::map<std::string, std::vector<SnapshotUser>> in_use;
-  if (logs_root.empty()) return in_use;
-  for (const std::string& dir : list_run_dirs(logs_root, user)) {
-    if (!run_is_active(dir)) continue;
-    std::string staged;
-    try {
-      staged = read_run_record(dir).staged_dir;
-    } catch (const std::exception&) {
-      continue;  // run_is_active said no record is no run
-    }
-    if (staged.empty()) continue;
-    auto state = read_run_state(dir);
-    in_use[std::filesystem::path(staged).filename().string()].push_back(
-        {std::filesystem::path(dir).filename().string(), state ? to_string(state->verdict) : "running"});
-  }
-  return in_use;
-}
-
-// No shared mount: the same gc on every worker's own copies, at once.
-std::vector<std::pair<Worker, WorkerGcReport>> gc_on_workers(const std::string& staging_root, const GcRequest& request,
-                                                             Context& ctx) {
-  const Target target = select_workers(load_pod(ctx.pod_request, ctx.env, ctx.processes), "all");
-  auto transport = ctx.make_transport(target.pod);
-  std::vector<std::pair<Worker, WorkerGcReport>> out(target.workers.size());
-  run_parallel(target.workers.size(), 64, [&](size_t i) {
-    out[i].first = target.workers[i];
-    auto connection = transport->connect(target.workers[i], ctx.cancel);
-    if (!connection) {
-      out[i].second.error = connection.error().message;
-      return;
-    }
-    out[i].second = collect_garbage_on(**connection, staging_root, request, ctx.cancel);
-  });
-  return out;
-}
-
-nlohmann::json workers_json(const std::vector<std::pair<Worker, WorkerGcReport>>& on_workers) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& [worker, r] : on_workers) {
-    out.push_back({{"worker", worker.index}, {"host", worker.host}, {"snapshots_removed", r.snapshots_removed},
-                   {"objects_removed", r.objects_removed}, {"bytes_freed", r.bytes_freed}, {"error", r.error}});
-  }
-  return out;
-}
-
-std::string kept_text(const KeptSnapshot& kept) {
-  std::string runs;
-  for (const SnapshotUser& run : kept.runs) {
-    runs += fmt::format("{}run {} ({})", runs.empty() ? "" : ", ", run.run_id, run.state);
-  }
-  return fmt::format("kept {}: used by {}", kept.name, runs);
-}
-
-}  // namespace
 
 CLI::App* register_gc(CLI::App& app, GcOptions& o) {
   CLI::App* cmd = app.add_subcommand("gc", "Remove your snapshots older than a cutoff, and unused objects");
   cmd->add_option("--older-than", o.older_than, "Age cutoff, e.g. 14d, 36h")->default_str("14d");
   cmd->add_flag("--dry-run", o.dry_run, "List what would be removed; remove nothing");
   cmd->add_flag("--json", o.json, "Print the report as JSON");
-  cmd->footer(R"(Only <staging_root>/<your user>/ is ever touched; other users' snapshots
-are never removed. A snapshot that one of your runs may still use (running,
-or restarting) is kept whatever its age, and gc names the run. On a pod
-with no shared mount the same is done on every worker's own copies too.
-
-Examples:
-  tpurun gc --dry-run
-  tpurun gc --older-than 3d)");
+  cmd->footer(help::kGc);
   return cmd;
 }
 
@@ -109,39 +38,16 @@ int run_gc(const GcOptions& o, Context& ctx) {
   request.in_use = snapshots_in_use(pod.logs_root, request.user);
   GcReport report = collect_garbage(request);
   if (!report.refused.empty()) throw std::runtime_error(report.refused);
-  std::vector<std::pair<Worker, WorkerGcReport>> on_workers;
-  if (!pod.shared_mount) on_workers = gc_on_workers(pod.worker_root + "/staging", request, ctx);
-
+  WorkerGcReports on_workers;
+  if (!pod.shared_mount) {  // the same on every worker's own copies
+    const Target target = select_workers(load_pod(ctx.pod_request, ctx.env, ctx.processes), "all");
+    on_workers = collect_garbage_on_workers(target.workers, *ctx.make_transport(target.pod),
+                                            pod.worker_root + "/staging", request, ctx.cancel);
+  }
   if (o.json) {
-    nlohmann::json kept = nlohmann::json::array();
-    for (const KeptSnapshot& k : report.kept) {
-      nlohmann::json runs = nlohmann::json::array();
-      for (const SnapshotUser& run : k.runs) runs.push_back({{"run_id", run.run_id}, {"state", run.state}});
-      kept.push_back({{"snapshot", k.name}, {"runs", runs}});
-    }
-    print_json(ctx.out, {{"dry_run", o.dry_run},
-                         {"snapshots_removed", report.snapshots_removed},
-                         {"kept", kept},
-                         {"temps_removed", report.temps_removed},
-                         {"objects_removed", report.objects_removed},
-                         {"bytes_freed", report.bytes_freed},
-                         {"errors", report.errors},
-                         {"workers", workers_json(on_workers)}});
+    print_json(ctx.out, gc_report_to_json(report, on_workers, o.dry_run));
   } else {
-    const char* verb = o.dry_run ? "would remove" : "removed";
-    for (const std::string& dir : report.snapshots_removed) fmt::print(ctx.out, "{} {}\n", verb, dir);
-    for (const KeptSnapshot& k : report.kept) fmt::print(ctx.out, "{}\n", kept_text(k));
-    fmt::print(ctx.out, "{} {} snapshots and {} unused objects ({:.1f} MiB)\n", verb,
-               report.snapshots_removed.size(), report.objects_removed, report.bytes_freed / 1048576.0);
-    for (const std::string& error : report.errors) fmt::print(ctx.err, "tpurun: {}\n", error);
-    for (const auto& [worker, r] : on_workers) {
-      if (!r.error.empty()) {
-        fmt::print(ctx.err, "[{}] gc failed: {}\n", worker.display(), r.error);
-        continue;
-      }
-      fmt::print(ctx.out, "[{}] {} {} snapshots and {} unused objects ({:.1f} MiB)\n", worker.display(), verb,
-                 r.snapshots_removed.size(), r.objects_removed, r.bytes_freed / 1048576.0);
-    }
+    print_gc_report(ctx.out, ctx.err, report, on_workers, o.dry_run);
   }
   const bool worker_failed = std::any_of(on_workers.begin(), on_workers.end(),
                                          [](const auto& w) { return !w.second.error.empty(); });

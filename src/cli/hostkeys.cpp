@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/transport/known_hosts.hpp"
 #include "tpurun/ui/report.hpp"
@@ -15,26 +16,7 @@ CLI::App* register_hostkeys(CLI::App& app, HostKeysOptions& o) {
   cmd->add_flag("--import", o.import, "Record the keys once: run gcloud's tpu-vm ssh on the workers (--command=true)");
   cmd->add_flag("--dry-run", o.dry_run, "With --import: print the gcloud command; run nothing");
   cmd->add_flag("--json", o.json, "Print {pod, file, workers: [{worker, host, alias, recorded, line}]}");
-  cmd->footer(R"(gcloud pods only. gcloud files each TPU VM worker's host key in
-~/.ssh/google_compute_known_hosts under an alias, tpu.<node id>-<worker>[-...],
-not under its address. tpurun checks a worker's key there first: a key that
-matches is verified (even with host_key_policy "strict"), one that differs is
-refused. Workers gcloud has no key for fall back to ~/.ssh/known_hosts by
-address (host_key_policy decides: accept-new records them on first use).
-
-First use: gcloud puts your key (~/.ssh/google_compute_engine.pub) on a TPU
-VM through its metadata the first time you run its tpu-vm ssh; until then
-every worker refuses you. --import does exactly that once, with the same
-command; exec, stage and the other commands offer it on a terminal when the
-TPU VM refuses your key (docs/cloud.md).
-
-Exit status: 0 when every selected worker's key is recorded; 1 otherwise; 255
-when gcloud failed; 2 for usage errors.
-
-Examples:
-  tpurun hostkeys                   # which keys gcloud has recorded
-  tpurun hostkeys --import --dry-run
-  tpurun hostkeys --import          # then: host_key_policy "strict" works)");
+  cmd->footer(help::kHostkeys);
   return cmd;
 }
 

@@ -6,16 +6,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <thread>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/recorded_pod.hpp"
 #include "tpurun/runs/record/run_record.hpp"
-#include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/records_verdict.hpp"
 #include "tpurun/runs/watcher/watcher_control.hpp"
 #include "tpurun/tpu/kill_audit.hpp"
@@ -26,6 +24,7 @@
 #include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
+
 int parse_grace(const std::string& text) {
   const auto ms = parse_duration(text).count();
   if (ms > kMaxGraceMs) {
@@ -46,64 +45,9 @@ CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
   cmd->add_flag("--force", o.force,
                 "Admins: also kill other users' processes holding the TPU, via sudo -n (needs --yes)");
   cmd->add_flag("--yes", o.yes, "Confirm --force");
-  cmd->footer(R"(What is killed: each of your processes that holds a TPU device, and your tpurun
-jobs (processes with TPURUN_RUN_ID; only RUN's with --run), each with its whole
-tree: its process group and all its descendants, your processes only. SIGTERM
-first, SIGKILL after --grace; then the worker is scanned again.
-
---run without --pod acts on the pod the run was started on (all the slices of
-a multi-slice run).
-
-Runs: the watcher of the run (--run), or of every active run of yours on the
-pod (or on some of its hosts) when you kill on all its workers, is stopped first, so the run ends as "stopped" and is
-not restarted. Killing part of a run's workers counts as that run failing.
-
-Never killed: other users' processes. They are listed with user, pid, age and
-command so you know whom to ask. --force --yes (admins) kills them too, as root,
-after recording each process in the worker's syslog (as root: `journalctl -t
-tpurun`) and in your own ~/.local/state/tpurun/audit.jsonl. If either record
-cannot be written, nothing is signalled on that worker.
-
-Stale locks: once no process holds a device, a leftover /tmp/libtpu_lockfile
-(nobody holding its lock) and /tmp/tpu_logs are removed, with sudo -n when
-another user owns them. While anything holds the TPU, nothing is removed.
-
-Exit status: 0 if every selected worker ended free; 1 if any is still busy,
-has a stale lock or could only be seen partially (no sudo); 255 if any could
-not be reached or scanned; 2 for usage errors; 130 after Ctrl-C.
---dry-run exits 0 unless a worker could not be scanned.
-
-Examples:
-  tpurun kill --dry-run             # what would be signalled
-  tpurun kill                       # your jobs, TERM then KILL after 10s
-  tpurun kill --run 20250101-1200-ab12 --grace 30s
-  tpurun kill --worker 3 --force --yes   # admin: free worker 3 whoever holds it)");
+  cmd->footer(help::kKill);
   return cmd;
 }
-
-namespace {
-
-// A run with no live watcher gets no verdict from one: once its jobs are
-// gone (their exit records written), the kill records it, as stopped.
-void record_unwatched_stop(const std::string& run_dir, LinePrinter& printer, const CancelToken& cancel) {
-  auto state = read_run_state(run_dir);
-  if (!state || is_final(state->verdict) || watcher_alive(*state, static_cast<long long>(std::time(nullptr)))) return;
-  const RunRecord record = read_run_record(run_dir);
-  for (int i = 0; i < 100 && !cancel.cancelled(); ++i) {  // the wrappers write the exit records as the jobs end
-    if (auto settled = verdict_from_records(record, *state)) {
-      settled->message = "stopped by tpurun kill while no watcher ran";
-      settled->updated_at = format_utc_time(std::chrono::system_clock::now());
-      write_run_state(run_dir, *settled);
-      printer.note(fmt::format("run {} had no watcher: recorded as {}", record.run_id, to_string(settled->verdict)));
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  printer.note(fmt::format("run {} has no watcher, and not every worker has an exit record yet: `tpurun runs` "
-                           "gives its verdict once they do", record.run_id));
-}
-
-}  // namespace
 
 int run_kill(const KillCommandOptions& o, Context& ctx) {
   if (o.force && !o.yes && !o.dry_run) {
@@ -139,12 +83,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     // Your own file, never the shared logs_root: see kill_audit.hpp.
     audit.emplace(default_audit_path(ctx.env), local_user(ctx.env), target.pod.name,
                   [] { return std::time(nullptr); });
-    request.before_signal = [&](const Worker& worker, const LockScan& scan,
-                                const KillPlan& plan) -> std::optional<std::string> {
-      if (!plan.needs_root) return std::nullopt;
-      if (auto error = audit->record(worker, scan, plan)) return *error + "; nothing was signalled";
-      return std::nullopt;
-    };
+    request.before_signal = audit->before_signal();
   }
 
   // The run as found above ("last" and a prefix made whole), so its watcher
@@ -170,7 +109,9 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
     std::fwrite(text.data(), 1, text.size(), ctx.out);
     std::fflush(ctx.out);
   }
-  if (run_dir && !o.dry_run) record_unwatched_stop(*run_dir, printer, ctx.cancel);
+  if (run_dir && !o.dry_run) {
+    if (const std::string note = record_unwatched_stop(*run_dir, ctx.cancel); !note.empty()) printer.note(note);
+  }
   if (audit && std::any_of(reports.begin(), reports.end(),
                            [](const WorkerKill& r) { return r.signalled && r.plan.needs_root; })) {
     printer.note("recorded in " + audit->path() + " and in each worker's syslog (journalctl -t tpurun)");

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/follow/follow.hpp"
 #include "tpurun/runs/follow/log_tail.hpp"
@@ -21,15 +22,7 @@ CLI::App* register_logs(CLI::App& app, LogsOptions& o) {
   cmd->add_flag("--raw,--no-collapse", o.raw,
                 "Print every worker's every line with its prefix (default: a line that several workers print "
                 "is shown once, as [w0-7] ...; see docs/output.md)");
-  cmd->footer(R"(Logs live in <logs_root>/<user>/<project>/<run id>/workerN.log on the shared
-mount; this reads them directly. With -f, Ctrl-C stops following only, and the
-exit status is the run's (see tpurun stage --help). Following reads only the
-logs that grew: inotify on a local disk, polling (at most every 0.8 s per quiet
-file) on NFS; TPURUN_FOLLOW_WATCH=poll|inotify|auto forces one (docs/runs.md).
-
-Examples:
-  tpurun logs last -f
-  tpurun logs 20240419_000859_d4awst --worker 0)");
+  cmd->footer(help::kLogs);
   return cmd;
 }
 

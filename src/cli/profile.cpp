@@ -5,16 +5,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/profile_layout.hpp"
 #include "tpurun/runs/record/recorded_pod.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/tpu/profile.hpp"
-#include "tpurun/transport/shell_quote.hpp"
-#include "tpurun/util/atomic_file.hpp"
 #include "tpurun/ui/profile_view.hpp"
 #include "tpurun/ui/report.hpp"
 #include "tpurun/util/duration.hpp"
@@ -76,48 +74,8 @@ CLI::App* register_profile(CLI::App& app, ProfileOptions& o) {
   cmd->add_flag("--json", o.json, "Print one JSON document (schema: docs/profile.md)");
   cmd->add_flag("-n,--dry-run", o.dry_run, "Print the session, the workers and where each trace would go; "
                                            "connect to nothing");
-  cmd->footer(R"(The job must start a profiler server on every worker, e.g. in JAX
-  jax.profiler.start_server(9999)   # keep the returned object
-tpurun then reaches it through each worker's SSH session (no port opened),
-first checks who listens on the port (never another user's server, nor a job
-of another of your runs), and sends every worker one Profile call with one
-session id and one start time a moment ahead, so that the traces line up.
-Each server writes its own trace, on its file system (the shared mount), to
-  <log dir>/plugins/profile/<session>/<worker>.xplane.pb
-which is the layout TensorBoard's Profile tab reads: `tpurun tensorboard RUN`.
-
-One line per worker: the trace and its size, or why there is none (no server
-listening, and the line to add; another's server; the call failed; timed out).
-
-Exit status: 0 if every worker's trace was written; 1 if a worker had no
-server, another's, or its call failed; 124 if a call timed out; 255 if a
-worker could not be reached; 130 after Ctrl-C.
-
-Examples:
-  tpurun profile                              # the latest run, 2s on every worker
-  tpurun profile 20240419_000859_d4awst --duration 10s --delay 1m
-  tpurun profile last --worker 0-3 --python-tracer-level 1
-  tpurun profile --dry-run --json | jq '.workers[].path')");
+  cmd->footer(help::kProfile);
   return cmd;
-}
-
-// No shared mount: each trace is written on its worker's disk, under the
-// run's dir there; it is copied into the run's log dir here.
-TraceFetch fetch_trace_into(const RunRecord& run) {
-  return [run](const Worker&, Connection& connection, const std::string& path) -> TraceCopy {
-    if (!path.starts_with(run.worker_log_dir + "/")) return {std::nullopt, "not under the run's dir on the worker"};
-    const std::string here = run.log_dir + path.substr(run.worker_log_dir.size());
-    CaptureSink sink;
-    auto got = connection.run(RemoteCommand{"cat -- " + shell_quote(path), "", 60000}, sink, CancelToken());
-    if (!got || got->code != 0) {
-      return {std::nullopt, "written on the worker, but not copied here: " +
-                                (got ? sink.err : got.error().message)};
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(here).parent_path(), ec);
-    write_file_atomic(here, sink.out);
-    return {static_cast<uint64_t>(sink.out.size()), ""};
-  };
 }
 
 int run_profile(const ProfileOptions& o, Context& ctx) {

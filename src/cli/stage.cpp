@@ -9,6 +9,7 @@
 #include <map>
 
 #include "cli/down.hpp"
+#include "cli/help_texts.hpp"
 #include "cli/kill.hpp"
 #include "tpurun/board/pod_pick.hpp"
 #include "tpurun/pod/worker_select.hpp"
@@ -90,104 +91,7 @@ CLI::App* register_stage(CLI::App& app, StageOptions& o) {
                   "\"megascale_port\", else 8080)")
       ->check(CLI::Range(1, 65535));
   cmd->add_option("command", o.argv, "The command to run in the snapshot on every worker, after --");
-  cmd->footer(R"(What happens:
-  1. reserves every selected worker (one stage at a time) and checks that no one
-     holds the TPU there (see tpurun status);
-  2. snapshots the code (git's files: tracked + untracked-not-ignored, minus
-     .tpurunignore) into <staging_root>/<user>/<yymmddHHMMSS>-<rand>-<sha>-code,
-     read-only, deduplicated by content so an unchanged re-stage copies nothing.
-     A pod with no shared mount (no staging_root/logs_root in its config):
-     the snapshot is sent to every worker's own disk (~/.tpurun), only the
-     content each lacks, and the watcher copies the logs back as the run goes;
-  3. creates <logs_root>/<user>/<project>/<run id>/ with run.json and git.diff;
-  4. starts the command in the snapshot on every worker, detached from SSH:
-     Ctrl-C or a dropped connection never stops it. Each worker logs to
-     workerN.log and records its pid and exit code there;
-  5. starts the run's watcher, a detached tpurun process on this host, so the
-     rules below hold with no client attached (--detach, Ctrl-C, a closed
-     SSH session, even a SIGKILLed client);
-  6. tails every worker's log until the run ends (unless --detach), then
-     prints one summary.
-The job sees TPURUN_RUN_ID, TPURUN_LOG_DIR, TPURUN_WORKER, TPURUN_NUM_WORKERS
-and TPURUN_ATTEMPT (1, then 2, ... on restarts).
-
-A run is a gang: when any worker's job exits non-zero or is lost (its host
-unreachable for --lost-after, or its job gone without an exit record), the
-watcher stops the run on every other worker: your processes only, whole
-trees, SIGTERM, then SIGKILL after --grace. A worker that exits 0 stops nobody.
-With --restarts N the whole run is then relaunched from the same snapshot into
-the same log dir, once every worker is reachable and free again (backing off
-2s, 4s, 8s, ...); a gcloud pod's TPU VM is described again first, so the
-relaunch goes to its current addresses. Exit status: 0 when every worker
-exited 0; the first failing worker's exit code; 255 when it was lost; 75 when
-a relaunch was due but the TPU VM is PREEMPTED, TERMINATED or deleted (it
-never comes back by itself); 130 when you only detached.
-
---restart-on-exit-codes limits --restarts to failures whose exit code may go
-away on a retry, as xpk does: 42 and 127-255 (a signal, a lost worker: 255),
-plus the codes you list (1,3-5). Any other code ends the run at once.
-
-Preemption (gcloud pods): a spot or preemptible TPU VM that is PREEMPTED,
-TERMINATED or deleted never comes back by itself. With --recreate the watcher
-deletes it, creates it again with what describe said at stage time (type,
-runtime version, network, spot/preemptible, labels, metadata), waits for
-READY, lets gcloud put your key and the new host keys in place, runs the
-pod's "setup" script (tpurun.json: "setup": "scripts/setup.sh", run like
-exec --script on every worker; output in <log dir>/setup.log), copies the
-snapshot to the new disk on a pod with no shared mount, and resumes with
-TPURUN_ATTEMPT one higher. A preemption uses up no --restarts;
---max-preemptions M (default 3) bounds them. It never deletes a VM that is in
-another state, that is not the one the run was on, or while another user has
-claimed the pod or holds a TPU on it; every delete and create goes to your
-audit log (~/.local/state/tpurun/audit.jsonl). --dry-run prints the commands.
-A VM made by a queued resource comes back through it (deleted with --force,
-created again, waited on until its VM is READY); a multislice one is refused.
-See docs/runs.md.
-
-A hung collective, or one stuck host with the others waiting, exits nothing:
-the watcher also reads each worker's libtpu metrics (as `tpurun top`), and a
-run whose every worker stays at 0% duty cycle with no new log line for
---stall-after is stalled. `tpurun runs` notes it; --on-stall stop stops the
-run as a failure, --on-stall restart also relaunches it within --restarts.
-
-Multi-slice: --pod A,B (or a config pod with "slices": ["A", "B"]) runs one
-job across the pods A and B, each a slice, as one gang. Workers are numbered
-across the slices (TPURUN_WORKER, workerN.log; shown as [w5 s1w1 HOST]) and
-each job also gets MEGASCALE_COORDINATOR_ADDRESS (slice 0's worker 0),
-MEGASCALE_NUM_SLICES, MEGASCALE_SLICE_ID, MEGASCALE_PORT, TPURUN_SLICE,
-TPURUN_SLICE_WORKER and TPURUN_NUM_SLICES (--env may not set those four
-MEGASCALE_* variables; --megascale-port sets the port); see docs/multislice.md.
-
---pod auto picks the first pod in config order that is free on every worker
-and not claimed by another user (--pod 'v4-32*' limits the choice), and says
-why it skipped the others; with --wait, it waits until one is free. See
-docs/board.md.
-
-Resuming from a checkpoint on restart:
-  tpurun stage --restarts 3 -- python3 main.py --workdir=/nfs/ckpt/run1
-  # main.py:
-  #   if int(os.environ["TPURUN_ATTEMPT"]) > 1:   # relaunched after a failure
-  #       state = checkpoints.restore_checkpoint(workdir, state)
-
-Environment for the job (values reach the workers on stdin, never in a
-command line; run.json and --dry-run show the names only):
-  --env KEY=VALUE      on the command line (your shell history keeps it)
-  --env-file FILE      KEY=VALUE lines; # comments and blank lines skipped;
-                       values taken literally (no quotes, no $ expansion)
-  --env-from NAME      the value of your local variable NAME, e.g. a secret
-                       you exported: --env-from WANDB_API_KEY
-  Later sources win: files, then --env-from, then --env. TPURUN_* names are
-  tpurun's own and refused.
-
-Examples:
-  tpurun stage -- python3 main.py --config=configs/tpu.py
-  tpurun stage --tag b1024 --tag lr=0.1 --env WANDB_MODE=offline -- python3 main.py
-  tpurun stage --env-file .env.tpu --env-from WANDB_API_KEY -- python3 main.py
-  tpurun stage --detach --json -- python3 main.py | jq -r .run_id
-  tpurun stage --restarts 2 --lost-after 2m -- python3 main.py --resume=auto
-  tpurun stage --recreate --restarts 2 --restart-on-exit-codes -- python3 main.py  # spot TPU VMs
-  tpurun stage --on-failure continue -- python3 eval_shard.py   # independent workers
-  tpurun logs RUN -f       # reattach          tpurun kill --run RUN    # stop)");
+  cmd->footer(help::kStage);
   return cmd;
 }
 

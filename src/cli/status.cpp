@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/board/board_scan.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/tpu_node.hpp"
@@ -71,24 +72,7 @@ CLI::App* register_status(CLI::App& app, StatusOptions& o) {
                   "line, or with --json one JSON document per line")
       ->expected(0, 1)
       ->type_name("[INTERVAL]");
-  cmd->footer(R"(A process uses the TPU while it has a device file open (/dev/accel*, /dev/vfio/N).
-tpurun looks as root (sudo -n) so that it sees every user's processes; without
-passwordless sudo the view is partial and never reported as free.
-
-States: free, busy-self (only your processes), busy-other (another user's),
-stale-lock (no holder, but a leftover /tmp/libtpu_lockfile blocks other users),
-partial (no root view), no-device (no TPU device file there: not a TPU VM),
-unreachable, error (the scan failed).
-
-Exit status: 0 if every selected worker is free; 1 if any is busy-self,
-busy-other, stale-lock, partial or no-device; 255 if any could not be scanned; 130 after Ctrl-C.
-
-Examples:
-  tpurun status
-  tpurun status --worker 0-3
-  tpurun status --all                # every pod of the config, with claims
-  tpurun status --all --watch        # the same, kept up to date every 5s; q quits
-  tpurun status --json | jq '.workers[] | select(.state != "free")')");
+  cmd->footer(help::kStatus);
   return cmd;
 }
 

@@ -3,13 +3,9 @@
 #include "cli/tensorboard.hpp"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
-#include <set>
-
+#include "cli/help_texts.hpp"
 #include "tpurun/pod/worker_select.hpp"
-#include "tpurun/runs/record/profile_layout.hpp"
-#include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/tensorboard_spec.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/ui/report.hpp"
@@ -21,44 +17,6 @@ namespace {
 
 constexpr const char* kInstallHint =
     "install it on this host with `pip install tensorboard` (it lands in ~/.local/bin: put that on PATH)";
-
-bool is_dir(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// The command as one would type it: words quoted only when the shell needs it.
-std::string readable_command(const std::vector<std::string>& argv) {
-  std::string line;
-  for (const std::string& arg : argv) {
-    bool plain = !arg.empty() && arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                       "0123456789_./:=,@%+-") == std::string::npos;
-    line += (line.empty() ? "" : " ") + (plain ? arg : shell_quote(arg));
-  }
-  return line;
-}
-
-// The runs, in the order given, each once; <log dir>/tb when the job made one
-// and the run has no profiles (`tpurun profile` writes them under the log
-// dir's plugins/profile, where the Profile tab looks; tb/ is then found as a
-// sub-run).
-std::vector<TensorBoardRun> resolve_runs(const std::vector<std::string>& wanted, const PodConfig& pod,
-                                         const std::string& user) {
-  std::vector<RunRecord> records;
-  std::set<std::string> seen;
-  for (const std::string& run : wanted) {
-    RunRecord record = read_run_record(find_run_dir(pod.logs_root, user, run));
-    if (seen.insert(record.run_id).second) records.push_back(std::move(record));
-  }
-  std::vector<std::string> names = tensorboard_names(records);
-  std::vector<TensorBoardRun> runs;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const std::string tb = records[i].log_dir + "/tb";
-    const bool profiled = !profile_sessions(records[i].log_dir).empty();
-    runs.push_back({records[i].run_id, names[i], is_dir(tb) && !profiled ? tb : records[i].log_dir});
-  }
-  return runs;
-}
 
 }  // namespace
 
@@ -72,24 +30,7 @@ CLI::App* register_tensorboard(CLI::App& app, TensorBoardOptions& o) {
                 "Serve on every network interface (default: localhost only, reached through ssh -L)");
   cmd->add_flag("-n,--dry-run", o.dry_run, "Print the tensorboard command and the ssh line; start nothing");
   cmd->add_flag("--json", o.json, "With --dry-run: print the command, the runs and the ssh line as JSON");
-  cmd->footer(R"(Each run is named by its tags (stage --tag b1024 --tag lr=0.1 -> b1024_lr0.1),
-or by its run id when it has none; runs that share tags get their run id's
-random part appended. TensorBoard reads <log dir>/tb when the run has one, else
-the whole log dir (it searches subdirectories), so write summaries under
-$TPURUN_LOG_DIR/tb, e.g. SummaryWriter(os.environ["TPURUN_LOG_DIR"] + "/tb").
-A run profiled with `tpurun profile` is served whole, so that TensorBoard's
-Profile tab finds <log dir>/plugins/profile/<session>/<worker>.xplane.pb
-(the profile plugin: pip install tensorboard-plugin-profile).
-
-tpurun then becomes TensorBoard (Ctrl-C stops it), serving on localhost only.
-From your laptop, forward the port through ssh as printed, e.g.
-  ssh -L 6006:localhost:6006 alice@devvm.example.com
-and open http://localhost:6006.
-
-Examples:
-  tpurun tensorboard last
-  tpurun tensorboard 20240419_020919_nevsyj 20240419_023004_itp67c --port 6060
-  tpurun tensorboard last --dry-run   # the command, to adapt and run by hand)");
+  cmd->footer(help::kTensorboard);
   return cmd;
 }
 
@@ -99,7 +40,7 @@ int run_tensorboard(const TensorBoardOptions& o, Context& ctx) {
   PodConfig pod = load_pod_records(ctx);
   if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
   const std::string user = local_user(ctx.env);
-  std::vector<TensorBoardRun> runs = resolve_runs(o.runs, pod, user);
+  std::vector<TensorBoardRun> runs = tensorboard_runs(o.runs, pod.logs_root, user);
   std::string spec;
   try {
     spec = logdir_spec(runs);
@@ -125,7 +66,7 @@ int run_tensorboard(const TensorBoardOptions& o, Context& ctx) {
       print_json(ctx.out, doc);
       return 0;
     }
-    fmt::print(ctx.out, "{}\n# then, on your laptop: {}\n# and open {}\n", readable_command(argv), ssh, url);
+    fmt::print(ctx.out, "{}\n# then, on your laptop: {}\n# and open {}\n", shell_display(argv), ssh, url);
     if (!program) fmt::print(ctx.err, "tpurun: note: tensorboard is not on PATH; {}\n", kInstallHint);
     return 0;
   }

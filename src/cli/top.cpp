@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/help_texts.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/tpu/top_look.hpp"
@@ -24,25 +25,7 @@ CLI::App* register_top(CLI::App& app, TopOptions& o) {
                   "document per line")
       ->expected(0, 1)
       ->type_name("[INTERVAL]");
-  cmd->footer(R"(The figures are libtpu's own (the service tpu-info reads on one host, at
-localhost:8431 on every worker), reached through each worker's SSH session:
-nothing is installed on the workers and no port is opened. libtpu serves them
-only while a workload runs, so an idle worker says "no TPU workload" (also
-when a service there answers UNAVAILABLE while nothing holds the TPU).
-
-Rows: one per worker and chip: duty cycle (the share of time the TensorCores
-were busy), HBM used/total, and on each worker's first row who holds the TPU
-(user, pid, run, command; as `tpurun status` finds them). The summary line:
-mean and minimum duty cycle, the worker with the least busy chip, total HBM.
-
-Exit status: 0 if every worker answered (figures or no workload); 1 if the
-metrics service failed on a worker; 255 if a worker could not be reached or
-scanned; 130 after Ctrl-C.
-
-Examples:
-  tpurun top
-  tpurun top --watch 2               # every 2s until q; a stuck host shows 0%
-  tpurun top --worker 0-3 --json | jq '.summary')");
+  cmd->footer(help::kTop);
   return cmd;
 }
 

@@ -8,69 +8,28 @@
 #include <filesystem>
 
 #include "cli/doctor.hpp"
+#include "cli/help_texts.hpp"
 #include "tpurun/cloud/up.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/describe_cache.hpp"
 #include "tpurun/pod/placement.hpp"
-#include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/util/duration.hpp"
-#include "tpurun/util/identity.hpp"
 #include "tpurun/util/text.hpp"
 #include "tpurun/util/usage_error.hpp"
 
 namespace tpurun::cli {
 namespace {
 
-std::string state_dir(const Environment& env) {
-  auto xdg = env.get("XDG_STATE_HOME");
-  if (xdg && !xdg->empty() && xdg->front() == '/') return *xdg + "/tpurun";
-  return expand_home("~/.local/state/tpurun", env);
-}
-
-std::string tier(const CreateSpec& c) {
-  if (c.spot) return "spot";
-  if (c.reserved) return "reserved";
-  if (c.guaranteed) return "guaranteed";
-  if (c.best_effort) return "best-effort";
-  return "on demand";
-}
-
 UpJob make_job(const PodConfig& pod, const UpOptions& o, Context& ctx) {
-  if (!pod.gcloud) {
-    throw UsageError(fmt::format("pod '{}' lists its workers: `up` makes a gcloud pod's TPU VM (a pod with "
-                                 "\"gcloud\" and \"create\"; docs/config.md)", pod.name));
-  }
-  if (!pod.create) {
-    throw UsageError(fmt::format("pod '{}' has no \"create\" block: say how to make its TPU VM, e.g. \"create\": "
-                                 "{{\"accelerator_type\": \"v4-16\", \"runtime_version\": \"tpu-ubuntu2204-base\", "
-                                 "\"spot\": true, \"zones\": [\"{}\"]}} (docs/config.md)",
-                                 pod.name, pod.gcloud->zone));
-  }
-  UpJob job;
-  job.pod = pod.name;
-  job.user = local_user(ctx.env);
-  job.gcloud = *pod.gcloud;
-  job.create = *pod.create;
-  job.setup_script = pod.setup_script;
-  job.state_dir = state_dir(ctx.env);
-  job.audit_path = default_audit_path(ctx.env);
+  UpJob job = up_job_for(pod, ctx.env);
   job.fanout = o.fanout;
   job.keep = o.keep;
-  job.max_queued = o.max_queued.empty()
-                       ? job.create.max_queued
-                       : std::chrono::duration_cast<std::chrono::seconds>(parse_duration(o.max_queued));
+  if (!o.max_queued.empty()) {
+    job.max_queued = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(o.max_queued));
+  }
   job.poll = parse_duration(o.poll);
   if (job.poll.count() <= 0) throw UsageError("--poll must be positive");
   return job;
-}
-
-// Where the VM is now (the zone `up` made it in, else gcloud.zone): NOT_FOUND when gone.
-TpuNode describe_now(const PodConfig& pod, Context& ctx) {
-  try {
-    return describe_node(pod.name, *pod.gcloud, ctx.processes);
-  } catch (const TpuUnavailable& e) {
-    return e.node();
-  }
 }
 
 int finish(const UpJob& job, const UpResult& r, LinePrinter& printer, Context& ctx, bool made) {
@@ -118,34 +77,7 @@ CLI::App* register_up(CLI::App& app, UpOptions& o) {
                   "create.max_queued; 0: no limit)");
   cmd->add_option("--poll", o.poll, "How often to ask gcloud while waiting")->group("");
   cmd->add_option("--fanout", o.fanout, "At most this many workers at once")->default_str("64")->check(CLI::Range(1, 4096));
-  cmd->footer(R"(The pod needs "gcloud" and "create" in its config (docs/config.md):
-  "create": { "accelerator_type": "v4-16", "runtime_version": "tpu-ubuntu2204-base",
-              "spot": true, "zones": ["us-central2-b", "us-east1-d"], "max_queued": "30m" }
-
-Queued (the default): a queued resource in the first zone, waited on through
-WAITING_FOR_RESOURCES, PROVISIONING and ACTIVE (a live status line: state, time
-in it, zone). FAILED (its error is printed) or waiting past max_queued: deleted
-with --force, then the next zone. "queued": false: `tpu-vm create`; no capacity
-(code 8), no reservation (9) or preempted while creating (3): the next zone;
-quota and permission errors stop, with the fix.
-
-Then: your key and the workers' host keys (as gcloud does on first use), the
-workers answering, the pod's "setup" script on every worker (one line per
-worker; output in ~/.local/state/tpurun/up-POD.setup.log), doctor's checks.
-Exit 0 when the pod is ready for `tpurun stage`. The zone it was made in is
-recorded (~/.local/state/tpurun/placements/): later commands find it there.
-
-Ctrl-C or a failure deletes what this up made (the queued resource with
---force, or the VM), and says so; --keep leaves it. On a READY pod, up says so
-and changes nothing (--setup runs the setup again). Every create and delete
-is in ~/.local/state/tpurun/audit.jsonl first.
-
-Examples:
-  tpurun up --dry-run                 # the gcloud commands, zone by zone
-  tpurun --pod v5e-64 up              # queued, zone failover, setup, doctor
-  tpurun up --max-queued 2h --keep    # wait longer per zone; keep a waiting one on Ctrl-C
-  tpurun up --setup                   # a READY pod: run its setup again
-  tpurun down --yes                   # the VM and its queued resource, gone)");
+  cmd->footer(help::kUp);
   return cmd;
 }
 
@@ -156,7 +88,7 @@ int run_up(const UpOptions& o, Context& ctx) {
   UpJob job = make_job(pod, o, ctx);
   if (o.dry_run) {
     fmt::print(ctx.out, "up --dry-run: pod '{}', TPU VM {} ({}, {}, {}), {}; nothing is created\n", pod.name,
-               job.gcloud.name, job.create.accelerator_type, job.create.runtime_version, tier(job.create),
+               job.gcloud.name, job.create.accelerator_type, job.create.runtime_version, create_tier(job.create),
                job.create.queued ? "through a queued resource" : "tpu-vm create");
     for (const std::string& line : up_plan(job)) fmt::print(ctx.out, "  {}\n", line);
     return 0;
@@ -168,7 +100,7 @@ int run_up(const UpOptions& o, Context& ctx) {
   UpIo io{ctx.processes, *transport, ctx.env, ctx.cancel, [&](const std::string& line) { printer.note(line); },
           [&](const std::string& line) { printer.progress(line); }};
 
-  const TpuNode now = describe_now(pod, ctx);
+  const TpuNode now = describe_node_or_gone(pod.name, *pod.gcloud, ctx.processes);
   if (now.ready() && !now.workers.empty()) {
     printer.note(fmt::format("pod '{}': TPU VM {} is READY in {} already; nothing is created{}", pod.name,
                              job.gcloud.name, pod.gcloud->zone, o.setup ? "" : " (--setup runs its setup again)"));
@@ -189,7 +121,7 @@ int run_up(const UpOptions& o, Context& ctx) {
   }
   forget_describe(*pod.gcloud, ctx.env);
   printer.note(fmt::format("pod '{}': making TPU VM {} ({}, {}) {} in {}", pod.name, job.gcloud.name,
-                           job.create.accelerator_type, tier(job.create),
+                           job.create.accelerator_type, create_tier(job.create),
                            job.create.queued ? "through a queued resource" : "with tpu-vm create",
                            fmt::join(job.create.zones, ", then ")));
   const UpResult r = bring_up(job, io);

@@ -14,8 +14,10 @@
 #include "tpurun/cloud/up.hpp"
 #include "tpurun/pod/tpu_recreate.hpp"
 #include "tpurun/tpu/holders.hpp"
+#include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/tpu/scan.hpp"
 #include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/util/identity.hpp"
 
 namespace tpurun {
 namespace {
@@ -45,12 +47,22 @@ QueuedResource describe_qr(const GcloudSpec& spec, ProcessRunner& processes, std
 
 }  // namespace
 
+DownJob down_job_for(const PodConfig& pod, const Environment& env, bool force) {
+  DownJob job;
+  job.pod = pod.name;
+  job.user = local_user(env);
+  job.gcloud = *pod.gcloud;
+  job.logs_root = pod.logs_root;
+  job.device_globs = pod.device_globs;
+  job.audit_path = default_audit_path(env);
+  job.force = force;
+  return job;
+}
+
 DownFacts gather_down_facts(const DownJob& job, DownIo& io) {
   DownFacts f;
   try {
-    f.node = describe_node(job.pod, job.gcloud, io.processes);
-  } catch (const TpuUnavailable& e) {
-    f.node = e.node();
+    f.node = describe_node_or_gone(job.pod, job.gcloud, io.processes);
   } catch (const std::exception& e) {
     f.node.state = "UNKNOWN";
     f.describe_error = e.what();
@@ -76,6 +88,30 @@ DownFacts gather_down_facts(const DownJob& job, DownIo& io) {
 }
 
 bool nothing_left(const DownFacts& f) { return f.node.state == "NOT_FOUND" && f.qr.state == "NOT_FOUND"; }
+
+DownFacts find_down_facts(DownJob& job, const std::vector<std::string>& zones, DownIo& io) {
+  DownFacts facts = gather_down_facts(job, io);
+  if (!nothing_left(facts) || !facts.describe_error.empty()) return facts;
+  for (const std::string& zone : zones) {
+    if (zone == job.gcloud.zone) continue;
+    DownJob there = job;
+    there.gcloud.zone = zone;
+    DownFacts found = gather_down_facts(there, io);
+    if (!nothing_left(found) || !found.describe_error.empty()) {
+      job = there;
+      return found;
+    }
+  }
+  return facts;
+}
+
+std::string down_facts_text(const DownFacts& f, const GcloudSpec& spec) {
+  std::string text = fmt::format("TPU VM {} in {}: {}", spec.name, spec.zone,
+                                 f.node.state == "NOT_FOUND" ? "no VM" : node_state_text(f.node));
+  if (f.qr.state != "NOT_FOUND") text += fmt::format("; queued resource {}: {}", f.qr.name, f.qr.state);
+  if (!f.made_by.empty()) text += fmt::format(" (made by tpurun for {})", f.made_by);
+  return text;
+}
 
 std::optional<std::string> down_refusal(const DownFacts& f, const std::string& user, bool force) {
   if (!f.describe_error.empty()) return "gcloud could not say what is there: " + f.describe_error;
@@ -117,9 +153,7 @@ std::string tear_down(const DownJob& job, const DownFacts& facts, DownIo& io) {
   for (;;) {
     TpuNode node;
     try {
-      node = describe_node(job.pod, job.gcloud, io.processes);
-    } catch (const TpuUnavailable& e) {
-      node = e.node();
+      node = describe_node_or_gone(job.pod, job.gcloud, io.processes);
     } catch (const std::exception& e) {
       return e.what();
     }

@@ -15,10 +15,13 @@
 #include "tpurun/pod/config.hpp"
 #include "tpurun/pod/placement.hpp"
 #include "tpurun/pod/tpu_recreate.hpp"
+#include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/util/atomic_file.hpp"
 #include "tpurun/util/duration.hpp"
+#include "tpurun/util/identity.hpp"
 #include "tpurun/util/text.hpp"
+#include "tpurun/util/usage_error.hpp"
 
 namespace tpurun {
 namespace {
@@ -195,6 +198,37 @@ class Up {
 };
 
 }  // namespace
+
+UpJob up_job_for(const PodConfig& pod, const Environment& env) {
+  if (!pod.gcloud) {
+    throw UsageError(fmt::format("pod '{}' lists its workers: `up` makes a gcloud pod's TPU VM (a pod with "
+                                 "\"gcloud\" and \"create\"; docs/config.md)", pod.name));
+  }
+  if (!pod.create) {
+    throw UsageError(fmt::format("pod '{}' has no \"create\" block: say how to make its TPU VM, e.g. \"create\": "
+                                 "{{\"accelerator_type\": \"v4-16\", \"runtime_version\": \"tpu-ubuntu2204-base\", "
+                                 "\"spot\": true, \"zones\": [\"{}\"]}} (docs/config.md)",
+                                 pod.name, pod.gcloud->zone));
+  }
+  UpJob job;
+  job.pod = pod.name;
+  job.user = local_user(env);
+  job.gcloud = *pod.gcloud;
+  job.create = *pod.create;
+  job.setup_script = pod.setup_script;
+  job.state_dir = state_dir(env);
+  job.audit_path = default_audit_path(env);
+  job.max_queued = job.create.max_queued;
+  return job;
+}
+
+std::string create_tier(const CreateSpec& c) {
+  if (c.spot) return "spot";
+  if (c.reserved) return "reserved";
+  if (c.guaranteed) return "guaranteed";
+  if (c.best_effort) return "best-effort";
+  return "on demand";
+}
 
 UpResult bring_up(const UpJob& job, UpIo& io) { return Up(job, io).run(); }
 

@@ -213,4 +213,31 @@ LiveOutputTicker::~LiveOutputTicker() {
   thread_.join();
 }
 
+std::vector<WorkerOutcome> run_with_live_output(const FanoutPlan& plan, Transport& transport, LinePrinter& printer,
+                                                bool collapse, const CancelToken& cancel) {
+  const bool stream_live = !plan.capture;
+  LiveOutputOptions live_options;
+  live_options.collapse = collapse;
+  LiveOutput live(printer, plan.workers, live_options);
+  std::vector<OutputSink*> live_sinks(plan.workers.size(), nullptr);
+  std::optional<LiveOutputTicker> ticker;
+  if (stream_live) {
+    for (size_t i = 0; i < plan.workers.size(); ++i) live_sinks[i] = &live.sink(plan.workers[i].index);
+    ticker.emplace(live);
+  }
+  std::atomic<size_t> done{0};
+  auto outcomes = run_on_workers(plan, transport, live_sinks, cancel, [&](const WorkerOutcome& outcome) {
+    if (stream_live) {  // its last line shows now, and no collapsed line waits for it any longer
+      live.set_state(outcome.worker.index, outcome.ok() ? WorkerRunState::exited : WorkerRunState::failed);
+      live.sink(outcome.worker.index).flush();
+    }
+    size_t n = ++done;
+    if (!stream_live) printer.progress(fmt::format("{}/{} workers done", n, plan.workers.size()));
+  });
+  ticker.reset();
+  if (stream_live) live.finish();
+  printer.clear_progress();
+  return outcomes;
+}
+
 }  // namespace tpurun

@@ -1,11 +1,13 @@
 #include "tpurun/pod/config_init.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "tpurun/pod/tpu_recreate.hpp"
+#include "tpurun/util/usage_error.hpp"
 
 namespace tpurun {
 namespace {
@@ -88,6 +90,49 @@ std::string init_config_text(const InitChoices& c) {
   }
   text += "  }\n}\n";
   return text;
+}
+
+namespace {
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// `gcloud config get-value KEY`: "" when unset (gcloud then prints "(unset)" on stderr).
+std::string gcloud_value(const std::string& key, ProcessRunner& processes) {
+  ProcessResult r = processes.run({"gcloud", "config", "get-value", key});
+  return r.exit_code == 0 ? trimmed(r.out) : "";
+}
+
+}  // namespace
+
+void discover_init_choices(InitChoices& c, ProcessRunner& processes) {
+  if (c.zone.empty()) c.zone = gcloud_value("compute/zone", processes);
+  if (c.zone.empty()) {
+    throw UsageError("no zone: pass --zone ZONE (gcloud config get-value compute/zone is unset)");
+  }
+  if (c.shared.empty()) {
+    ProcessResult mounts = processes.run({"findmnt", "-J", "-t", "nfs,nfs4", "-o", "TARGET"});
+    auto targets = parse_findmnt_targets(mounts.out);
+    // None: a pod with no shared mount (code and logs on each worker's disk).
+    if (!targets.empty()) {
+      c.shared = targets.front();
+      c.other_mounts.assign(targets.begin() + 1, targets.end());
+    }
+  }
+  std::vector<std::string> argv = {"gcloud", "compute", "tpus", "tpu-vm", "list", "--zone", c.zone, "--format=json"};
+  if (!c.project.empty()) argv.insert(argv.end() - 1, {"--project", c.project});
+  ProcessResult listed = processes.run(argv);
+  if (listed.exit_code != 0) {
+    throw std::runtime_error(fmt::format("`{}` failed (exit {}):\n{}", fmt::join(argv, " "), listed.exit_code,
+                                         trimmed(listed.err)));
+  }
+  c.tpus = parse_tpu_list_nodes(listed.out);
+  if (c.tpus.empty()) {
+    throw std::runtime_error(fmt::format("gcloud lists no TPU VM in zone {}{}: create one, or pick another zone",
+                                         c.zone, c.project.empty() ? "" : " of project " + c.project));
+  }
 }
 
 }  // namespace tpurun

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "tpurun/util/atomic_file.hpp"
+#include "tpurun/util/identity.hpp"
 
 namespace tpurun {
 namespace {
@@ -15,12 +16,6 @@ std::string plain(const std::string& s) {
   std::string out;
   for (char c : s) out.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_');
   return out;
-}
-
-std::string state_dir(const Environment& env) {
-  auto xdg = env.get("XDG_STATE_HOME");
-  if (xdg && !xdg->empty() && xdg->front() == '/') return *xdg + "/tpurun";
-  return expand_home("~/.local/state/tpurun", env);
 }
 
 }  // namespace

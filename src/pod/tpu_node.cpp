@@ -169,4 +169,12 @@ std::vector<std::string> gcloud_import_argv(const GcloudSpec& spec, const std::s
   return argv;
 }
 
+TpuNode describe_node_or_gone(const std::string& pod, const GcloudSpec& spec, ProcessRunner& runner) {
+  try {
+    return describe_node(pod, spec, runner);
+  } catch (const TpuUnavailable& e) {
+    return e.node();
+  }
+}
+
 }  // namespace tpurun

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "tpurun/fanout/fanout.hpp"
 #include "tpurun/staging/push.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/worker/programs.hpp"
@@ -42,6 +43,24 @@ WorkerGcReport collect_garbage_on(Connection& connection, const std::string& sta
     report.error = "gc did not finish there" + (sink.err.empty() ? std::string() : ": " + sink.err.substr(0, 300));
   }
   return report;
+}
+
+std::vector<std::pair<Worker, WorkerGcReport>> collect_garbage_on_workers(const std::vector<Worker>& workers,
+                                                                          Transport& transport,
+                                                                          const std::string& staging_root,
+                                                                          const GcRequest& request,
+                                                                          const CancelToken& cancel) {
+  std::vector<std::pair<Worker, WorkerGcReport>> out(workers.size());
+  run_parallel(workers.size(), 64, [&](size_t i) {
+    out[i].first = workers[i];
+    auto connection = transport.connect(workers[i], cancel);
+    if (!connection) {
+      out[i].second.error = connection.error().message;
+      return;
+    }
+    out[i].second = collect_garbage_on(**connection, staging_root, request, cancel);
+  });
+  return out;
 }
 
 }  // namespace tpurun

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tpurun/util/duration.hpp"
+#include "tpurun/util/identity.hpp"
 #include "tpurun/util/system.hpp"
 
 namespace tpurun {
@@ -75,11 +76,7 @@ std::string audit_entry(std::time_t when, const std::string& caller, const std::
   return entry.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string default_audit_path(const Environment& env) {
-  if (auto xdg = env.get("XDG_STATE_HOME"); xdg && !xdg->empty() && (*xdg)[0] == '/')
-    return *xdg + "/tpurun/audit.jsonl";
-  return expand_home("~/.local/state/tpurun/audit.jsonl", env);
-}
+std::string default_audit_path(const Environment& env) { return state_dir(env) + "/audit.jsonl"; }
 
 AuditLog::AuditLog(std::string path, std::string local_user, std::string pod, std::function<std::time_t()> clock)
     : path_(std::move(path)), local_user_(std::move(local_user)), pod_(std::move(pod)), clock_(std::move(clock)) {}
@@ -116,6 +113,14 @@ std::optional<std::string> AuditLog::record(const Worker& worker, const LockScan
   for (const Victim& v : plan.victims) text += audit_entry(now, scan.caller_user, local_user_, pod_, worker, v);
   std::lock_guard lock(mutex_);
   return append_audit(path_, text);
+}
+
+decltype(KillRequest::before_signal) AuditLog::before_signal() {
+  return [this](const Worker& worker, const LockScan& scan, const KillPlan& plan) -> std::optional<std::string> {
+    if (!plan.needs_root) return std::nullopt;
+    if (auto error = record(worker, scan, plan)) return *error + "; nothing was signalled";
+    return std::nullopt;
+  };
 }
 
 }  // namespace tpurun

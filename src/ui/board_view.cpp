@@ -91,4 +91,11 @@ nlohmann::json board_to_json(const std::vector<BoardEntry>& entries, WallClock::
   return doc;
 }
 
+nlohmann::json live_claim_to_json(const Claim& claim, WallClock::time_point now) {
+  nlohmann::json record = claim_json(claim, now);
+  record["pod"] = claim.pod;
+  record["file"] = claim.file;
+  return record;
+}
+
 }  // namespace tpurun

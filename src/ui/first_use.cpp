@@ -2,13 +2,12 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <iostream>
 
 #include "tpurun/pod/config.hpp"
 #include "tpurun/transport/key_offer.hpp"
+#include "tpurun/ui/confirm.hpp"
 #include "tpurun/util/subprocess.hpp"
 
 namespace tpurun {
@@ -44,15 +43,12 @@ std::unique_ptr<Transport> with_first_use_offer(std::unique_ptr<Transport> trans
       "in the VM's metadata the way gcloud does (it runs: {})",
       spec.name, where(spec), key, pod.name, command);
   auto offer = [&ctx, spec, argv, command, key, name = pod.name]() -> bool {
-    if (!::isatty(STDIN_FILENO) || !ctx.err_is_tty) return false;  // the refusal's hint says what to run
-    fmt::print(ctx.err,
-               "\ntpurun: TPU VM {} (pod '{}', {}) refused {}: gcloud puts users' keys on TPU VMs through their "
-               "metadata, and has not done so for you yet.\n"
-               "tpurun: do it now, the way gcloud does? It runs:\n  {}\n[y/N] ",
-               spec.name, name, where(spec), key, command);
-    std::fflush(ctx.err);
-    std::string answer;
-    if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes")) {
+    if (!can_ask(ctx)) return false;  // the refusal's hint says what to run
+    if (!confirm(fmt::format("\ntpurun: TPU VM {} (pod '{}', {}) refused {}: gcloud puts users' keys on TPU VMs "
+                             "through their metadata, and has not done so for you yet.\n"
+                             "tpurun: do it now, the way gcloud does? It runs:\n  {}\n",
+                             spec.name, name, where(spec), key, command),
+                 ctx)) {
       fmt::print(ctx.err, "tpurun: not changed; `tpurun --pod {} hostkeys --import` does it later\n", name);
       return false;
     }

@@ -3,10 +3,18 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <memory>
 
 namespace tpurun {
+
+void log_peak_memory() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+    spdlog::debug("peak memory: {:.1f} MiB resident (tpurun itself)", static_cast<double>(usage.ru_maxrss) / 1024);
+  }
+}
 
 void init_diagnostics(int verbosity) {
   auto log = std::make_shared<spdlog::logger>("tpurun", std::make_shared<spdlog::sinks::stderr_sink_mt>());

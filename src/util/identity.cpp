@@ -19,6 +19,19 @@ std::string cache_dir(const Environment& env) {
   return expand_home("~/.cache/tpurun", env);
 }
 
+// Only an absolute $XDG_STATE_HOME counts, as the XDG spec says.
+std::string state_dir(const Environment& env) {
+  auto xdg = env.get("XDG_STATE_HOME");
+  if (xdg && !xdg->empty() && xdg->front() == '/') return *xdg + "/tpurun";
+  return expand_home("~/.local/state/tpurun", env);
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
 std::string random_suffix() {
   static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   std::random_device device;

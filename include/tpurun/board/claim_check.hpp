@@ -24,6 +24,11 @@ std::string claim_text(const Claim& claim, WallClock::time_point now);
 // there is no config, or `pod` is given and unknown (with "did you mean").
 ConfigFile load_board_config(Context& ctx);
 const PodConfig& board_pod(const ConfigFile& config, const std::string& pod);
+// `tpurun claims`: the live claims on the config's pods, read from each
+// logs_root's board once (a claim counts on its pod's own logs_root only).
+// Warnings about claim files go to `warn`.
+std::vector<Claim> live_claims(const ConfigFile& config, WallClock::time_point now,
+                               const std::function<void(const std::string&)>& warn);
 
 // Throws UsageError when another user holds a live claim on `pod`, naming
 // them, the time left and the note; with `ignore_claim` prints that it goes

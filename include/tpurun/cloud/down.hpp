@@ -48,7 +48,16 @@ struct DownIo {
   std::function<void(const std::string&)> say;
 };
 
+// `pod`'s job (its "gcloud" block, board and device globs; this user's
+// audit log, with `env`). The pod is a gcloud pod.
+DownJob down_job_for(const PodConfig& pod, const Environment& env, bool force);
 DownFacts gather_down_facts(const DownJob& job, DownIo& io);
+// The same, and when nothing is where `job` looks (not where this user's `up`
+// recorded it, or another user's `up` made it): the first of the other
+// `zones` (the pod's "create" zones) where something is, `job` moved there.
+DownFacts find_down_facts(DownJob& job, const std::vector<std::string>& zones, DownIo& io);
+// "TPU VM x in ZONE: READY; queued resource q: ACTIVE (made by tpurun for alice)"
+std::string down_facts_text(const DownFacts& facts, const GcloudSpec& gcloud);
 
 // Why nothing may be deleted, or nullopt: see the header comment. `force`
 // skips the claim, the TPU users and the maker; never an unknown state.

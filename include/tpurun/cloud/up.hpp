@@ -60,6 +60,13 @@ struct UpResult {
   double provision_s = 0, own_s = 0, setup_s = 0;
 };
 
+// `pod`'s job as its config says: its "gcloud" and "create" blocks, this
+// user's state dir and audit log (with `env`). Throws UsageError, saying what
+// to write, for a pod that lists its workers or has no "create" block.
+UpJob up_job_for(const PodConfig& pod, const Environment& env);
+// How the VM is paid for: "spot", "reserved", "guaranteed", "best-effort" or "on demand".
+std::string create_tier(const CreateSpec& create);
+
 UpResult bring_up(const UpJob& job, UpIo& io);
 
 // On a TPU VM that is READY already: keys, the workers answering, the setup

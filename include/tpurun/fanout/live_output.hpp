@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tpurun/fanout/collapse.hpp"
+#include "tpurun/fanout/fanout.hpp"
 #include "tpurun/fanout/follow_status.hpp"
 #include "tpurun/fanout/printer.hpp"
 
@@ -120,5 +121,12 @@ class LiveOutputTicker {
   bool stop_ = false;
   std::thread thread_;
 };
+
+// `exec`: plan.command run on every worker (run_on_workers), its output
+// printed live as it comes, identical lines collapsed unless !collapse. With
+// plan.capture it is kept in the outcomes instead, and a progress line counts
+// the workers done.
+std::vector<WorkerOutcome> run_with_live_output(const FanoutPlan& plan, Transport& transport, LinePrinter& printer,
+                                                bool collapse, const CancelToken& cancel);
 
 }  // namespace tpurun

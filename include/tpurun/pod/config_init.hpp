@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tpurun/pod/tpu_node.hpp"
+#include "tpurun/util/system.hpp"
 
 namespace tpurun {
 
@@ -19,6 +20,13 @@ struct InitChoices {
 // The config text (JSON with comments): one gcloud pod per listed TPU VM,
 // the first READY one as default_pod, roots <shared>/tpurun/{staging,logs}.
 std::string init_config_text(const InitChoices& choices);
+
+// What this host and gcloud say, where `choices` leaves it open: the zone
+// (`gcloud config get-value compute/zone`), the shared mount (the first NFS
+// mount, by findmnt; with none, a pod with no shared mount) and the TPU VMs
+// gcloud lists in the zone. Throws UsageError when there is no zone, and
+// std::runtime_error when gcloud fails or lists no TPU VM.
+void discover_init_choices(InitChoices& choices, ProcessRunner& processes);
 
 // The TPU VMs in `gcloud compute tpus tpu-vm list --format=json`'s array.
 // Throws std::runtime_error when it is not one.

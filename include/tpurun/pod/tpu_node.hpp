@@ -48,6 +48,9 @@ class TpuUnavailable : public std::runtime_error {
 // (state NOT_FOUND) when gcloud says there is no such TPU VM, and
 // std::runtime_error naming the pod when gcloud fails or prints junk.
 TpuNode describe_node(const std::string& pod, const GcloudSpec& spec, ProcessRunner& runner);
+// The same, with a TPU VM that does not exist as a node in state NOT_FOUND
+// rather than thrown.
+TpuNode describe_node_or_gone(const std::string& pod, const GcloudSpec& spec, ProcessRunner& runner);
 
 // gcloud's own error for a TPU VM that does not exist ("NOT_FOUND: Resource ... was not found").
 bool is_not_found(const std::string& gcloud_stderr);

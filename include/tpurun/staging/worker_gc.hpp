@@ -4,6 +4,7 @@
 // by worker/worker_gc.py there, over the worker's session.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tpurun/staging/gc.hpp"
@@ -23,5 +24,13 @@ struct WorkerGcReport {
 // request.in_use are kept, whatever their age.
 WorkerGcReport collect_garbage_on(Connection& connection, const std::string& staging_root, const GcRequest& request,
                                   const CancelToken& cancel);
+
+// The same on every worker of `workers` at once (at most 64), each on its own
+// connection: one report per worker, in their order.
+std::vector<std::pair<Worker, WorkerGcReport>> collect_garbage_on_workers(const std::vector<Worker>& workers,
+                                                                          Transport& transport,
+                                                                          const std::string& staging_root,
+                                                                          const GcRequest& request,
+                                                                          const CancelToken& cancel);
 
 }  // namespace tpurun

@@ -38,6 +38,9 @@ class AuditLog {
   // the file or its directory is a symlink, not the caller's, or writable by
   // others, or the write failed.
   std::optional<std::string> record(const Worker& worker, const LockScan& scan, const KillPlan& plan);
+  // For KillRequest::before_signal: a plan that needs root is recorded
+  // first, and on a worker where that fails nothing is signalled.
+  decltype(KillRequest::before_signal) before_signal();
   const std::string& path() const { return path_; }
 
  private:

@@ -16,4 +16,7 @@ nlohmann::json board_entry_to_json(const BoardEntry& entry, WallClock::time_poin
 
 // {"pods": [...]}: one record per entry.
 nlohmann::json board_to_json(const std::vector<BoardEntry>& entries, WallClock::time_point now);
+// One record of `tpurun claims --json`: {pod, user, host, note, created_at,
+// expires_at, seconds_left, file}.
+nlohmann::json live_claim_to_json(const Claim& claim, WallClock::time_point now);
 }  // namespace tpurun

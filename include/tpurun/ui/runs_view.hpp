@@ -7,21 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include "tpurun/runs/follow/log_tail.hpp"
-#include "tpurun/runs/record/run_record.hpp"
-#include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/runs/watcher/recent_runs.hpp"
 
 namespace tpurun {
-
-struct RunView {
-  RunRecord record;
-  std::vector<WorkerJob> jobs;     // runs made before the watcher existed
-  std::optional<RunState> state;   // the watcher's view: one verdict, a state per worker
-  bool watched = false;
-  // No watcher was alive, and the exit records and stop marker gave the
-  // verdict (watcher/records_verdict): "finished, not watched".
-  bool from_records = false;
-};
 
 // "failed: w3 exited 3 first", "running (attempt 2 of 3)", "running, UNWATCHED ...".
 std::string verdict_text(const RunView& run);

@@ -16,6 +16,9 @@ namespace tpurun {
 // Installs the diagnostics logger as spdlog's default: debug level with -v,
 // trace with -vv, off otherwise.
 void init_diagnostics(int verbosity);
+// -v: this process's peak resident memory (its child processes, git and
+// ssh, apart), for the benches' memory targets.
+void log_peak_memory();
 
 spdlog::logger& watcher_log();
 

@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <system_error>
 
+#include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/util/atomic_file.hpp"
+
 namespace tpurun {
 
 std::string profile_root(const std::string& log_dir) { return log_dir + "/plugins/profile"; }
@@ -34,6 +37,23 @@ std::vector<std::string> profile_sessions(const std::string& log_dir) {
   }
   std::sort(sessions.begin(), sessions.end());
   return sessions;
+}
+
+TraceFetch fetch_trace_into(const RunRecord& run) {
+  return [run](const Worker&, Connection& connection, const std::string& path) -> TraceCopy {
+    if (!path.starts_with(run.worker_log_dir + "/")) return {std::nullopt, "not under the run's dir on the worker"};
+    const std::string here = run.log_dir + path.substr(run.worker_log_dir.size());
+    CaptureSink sink;
+    auto got = connection.run(RemoteCommand{"cat -- " + shell_quote(path), "", 60000}, sink, CancelToken());
+    if (!got || got->code != 0) {
+      return {std::nullopt, "written on the worker, but not copied here: " +
+                                (got ? sink.err : got.error().message)};
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(here).parent_path(), ec);
+    write_file_atomic(here, sink.out);
+    return {static_cast<uint64_t>(sink.out.size()), ""};
+  };
 }
 
 }  // namespace tpurun

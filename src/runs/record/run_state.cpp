@@ -15,6 +15,7 @@
 #include "tpurun/runs/record/preemption_json.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/util/atomic_file.hpp"
+#include "tpurun/util/identity.hpp"
 #include "tpurun/util/unique_fd.hpp"
 
 namespace tpurun {
@@ -30,12 +31,6 @@ std::optional<E> parse_enum(const std::array<const char*, N>& names, const std::
     if (text == names[i]) return static_cast<E>(i);
   }
   return std::nullopt;
-}
-
-std::string this_host() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "";
-  return name;
 }
 
 // Field 22 of /proc/PID/stat: the start time in clock ticks since boot;
@@ -158,14 +153,14 @@ std::optional<RunState> read_run_state(const std::string& log_dir, std::string* 
 WatcherInfo this_process_as_watcher() {
   WatcherInfo info;
   info.pid = ::getpid();
-  info.host = this_host();
+  info.host = host_name();
   info.started = process_start(info.pid).value_or(0);
   return info;
 }
 
 bool watcher_alive(const RunState& state, long long now_unix) {
   if (state.watcher.pid <= 0) return false;
-  if (state.watcher.host == this_host()) {
+  if (state.watcher.host == host_name()) {
     auto started = process_start(state.watcher.pid);
     return started && *started == state.watcher.started;
   }

@@ -1,11 +1,14 @@
 #include "tpurun/runs/record/tensorboard_spec.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cctype>
 #include <map>
 #include <set>
 #include <stdexcept>
+
+#include "tpurun/runs/record/profile_layout.hpp"
 
 namespace tpurun {
 namespace {
@@ -73,6 +76,26 @@ std::string logdir_spec(const std::vector<TensorBoardRun>& runs) {
     spec += (spec.empty() ? "" : ",") + run.name + ":" + run.path;
   }
   return spec;
+}
+
+std::vector<TensorBoardRun> tensorboard_runs(const std::vector<std::string>& wanted, const std::string& logs_root,
+                                             const std::string& user) {
+  std::vector<RunRecord> records;
+  std::set<std::string> seen;
+  for (const std::string& run : wanted) {
+    RunRecord record = read_run_record(find_run_dir(logs_root, user, run));
+    if (seen.insert(record.run_id).second) records.push_back(std::move(record));
+  }
+  std::vector<std::string> names = tensorboard_names(records);
+  std::vector<TensorBoardRun> runs;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const std::string tb = records[i].log_dir + "/tb";
+    struct stat st {};
+    const bool tb_dir = ::stat(tb.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    const bool profiled = !profile_sessions(records[i].log_dir).empty();
+    runs.push_back({records[i].run_id, names[i], tb_dir && !profiled ? tb : records[i].log_dir});
+  }
+  return runs;
 }
 
 }  // namespace tpurun

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "runs/watcher/liveness.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
-#include "tpurun/runs/watcher/liveness.hpp"
 #include "tpurun/runs/watcher/restart_codes.hpp"
 
 namespace tpurun {

@@ -1,4 +1,4 @@
-#include "tpurun/runs/watcher/kept_env.hpp"
+#include "runs/watcher/kept_env.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "tpurun/runs/watcher/liveness.hpp"
+#include "runs/watcher/liveness.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

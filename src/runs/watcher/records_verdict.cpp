@@ -1,8 +1,14 @@
 #include "tpurun/runs/watcher/records_verdict.hpp"
 
+#include <fmt/format.h>
+
+#include <chrono>
 #include <ctime>
+#include <filesystem>
+#include <thread>
 
 #include "runs/watcher/gang.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 
@@ -49,6 +55,45 @@ bool run_is_active(const std::string& log_dir) {
   } catch (const std::exception&) {
     return false;  // no run record: not a run
   }
+}
+
+std::map<std::string, std::vector<SnapshotUser>> snapshots_in_use(const std::string& logs_root,
+                                                                 const std::string& user) {
+  std::map<std::string, std::vector<SnapshotUser>> in_use;
+  if (logs_root.empty()) return in_use;
+  for (const std::string& dir : list_run_dirs(logs_root, user)) {
+    if (!run_is_active(dir)) continue;
+    std::string staged;
+    try {
+      staged = read_run_record(dir).staged_dir;
+    } catch (const std::exception&) {
+      continue;  // run_is_active said no record is no run
+    }
+    if (staged.empty()) continue;
+    auto state = read_run_state(dir);
+    in_use[std::filesystem::path(staged).filename().string()].push_back(
+        {std::filesystem::path(dir).filename().string(), state ? to_string(state->verdict) : "running"});
+  }
+  return in_use;
+}
+
+std::string record_unwatched_stop(const std::string& run_dir, const CancelToken& cancel) {
+  auto state = read_run_state(run_dir);
+  if (!state || is_final(state->verdict) || watcher_alive(*state, static_cast<long long>(std::time(nullptr)))) {
+    return "";
+  }
+  const RunRecord record = read_run_record(run_dir);
+  for (int i = 0; i < 100 && !cancel.cancelled(); ++i) {
+    if (auto settled = verdict_from_records(record, *state)) {
+      settled->message = "stopped by tpurun kill while no watcher ran";
+      settled->updated_at = format_utc_time(std::chrono::system_clock::now());
+      write_run_state(run_dir, *settled);
+      return fmt::format("run {} had no watcher: recorded as {}", record.run_id, to_string(settled->verdict));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return fmt::format("run {} has no watcher, and not every worker has an exit record yet: `tpurun runs` "
+                     "gives its verdict once they do", record.run_id);
 }
 
 }  // namespace tpurun

@@ -1,22 +1,28 @@
-// Starting a run's watcher; stopping a run on purpose: its watcher is told
+// Starting a run's watcher, and its setup once started; stopping a run on purpose: its watcher is told
 // first, so the run ends as "stopped" and is neither restarted nor reported
 // as a failure.
 #include "tpurun/runs/watcher/watcher_control.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <set>
 
 #include "runs/record/log_dir_layout.hpp"
+#include "runs/watcher/kept_env.hpp"
 #include "tpurun/pod/config.hpp"
+#include "tpurun/pod/describe_cache.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/util/daemon.hpp"
 #include "tpurun/util/safe_dir.hpp"
 
@@ -62,6 +68,50 @@ int start_watcher(const RunRecord& run, Context& ctx, int launching_fd) {
   auto pid = spawn_detached_self(args, watcher_log_path(run.log_dir), launching_fd);
   if (!pid) throw std::runtime_error("cannot start the run's watcher: " + pid.error());
   return *pid;
+}
+
+WatcherSetup watcher_setup(RunRecord record, Context& ctx, const std::function<void(const std::string&)>& say) {
+  WatcherSetup setup;
+  setup.record = std::move(record);
+  try {
+    setup.pod = load_pod(ctx.pod_request, ctx.env, ctx.processes);
+  } catch (const TpuUnavailable& e) {
+    // A watcher that starts again while the TPU VM is preempted or gone
+    // still has work: the run's verdict, or (--recreate) the VM itself.
+    say(e.what());
+    PodRequest records_only = ctx.pod_request;
+    records_only.need_workers = false;
+    setup.pod = load_pod(records_only, ctx.env, ctx.processes);
+  }
+  setup.env_dir = kept_env_dir(ctx.env);
+  if (setup.pod.gcloud) {
+    setup.keep_new_vm = [spec = *setup.pod.gcloud, &ctx](const TpuNode& node) { keep_describe(spec, node, ctx.env); };
+  }
+  setup.audit_path = default_audit_path(ctx.env);
+  if (auto env = load_kept_env(setup.env_dir, setup.record.run_id)) {
+    setup.env = *env;
+  } else {
+    setup.env_missing = !setup.record.env_names.empty();
+  }
+  return setup;
+}
+
+// The stage holds the pipe open until its launch is answered: the watcher's
+// own SSH handshakes, one per worker, would otherwise compete with the launch
+// for the workers' sshd.
+void wait_for_launch() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    pollfd in{STDIN_FILENO, POLLIN, 0};
+    const int ready = ::poll(&in, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return;
+    char byte[64];
+    const ssize_t n = ::read(STDIN_FILENO, byte, sizeof byte);
+    if (n <= 0 && !(n < 0 && errno == EINTR)) return;  // EOF (or an error): the launch is over
+  }
 }
 
 // kill --run RUN: that run's watcher. A kill of all your jobs on the whole

@@ -9,10 +9,10 @@
 
 #include "runs/recreate/preemption_recovery.hpp"
 #include "runs/watcher/gang.hpp"
+#include "runs/watcher/liveness.hpp"
 #include "runs/watcher/log_mirror.hpp"
 #include "runs/watcher/stall_watch.hpp"
 #include "tpurun/runs/launch/launch.hpp"
-#include "tpurun/runs/watcher/liveness.hpp"
 #include "tpurun/runs/watcher/watcher.hpp"
 
 namespace tpurun {

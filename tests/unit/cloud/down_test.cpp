@@ -51,5 +51,16 @@ TEST(DownRulesTest, APlainVmGoesByItself) {
   EXPECT_TRUE(down_commands(f, GcloudSpec{"tpu", "z", "", true}).empty());
 }
 
+TEST(DownRulesTest, WhatIsThereNamesTheVmItsQueuedResourceAndWhoMadeThem) {
+  const GcloudSpec spec{"tpu", "us-central2-b", "p", true};
+  EXPECT_EQ(down_facts_text(alices_vm(), spec),
+            "TPU VM tpu in us-central2-b: READY; queued resource tpu: ACTIVE (made by tpurun for alice)");
+  DownFacts f;
+  f.node.state = "NOT_FOUND";
+  f.qr.state = "WAITING_FOR_RESOURCES";
+  f.qr.name = "tpu-qr";
+  EXPECT_EQ(down_facts_text(f, spec), "TPU VM tpu in us-central2-b: no VM; queued resource tpu-qr: WAITING_FOR_RESOURCES");
+}
+
 }  // namespace
 }  // namespace tpurun

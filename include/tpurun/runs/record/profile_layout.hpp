@@ -1,10 +1,14 @@
 #pragma once
 // Where a run's profiles go: <log dir>/plugins/profile/<session>/<host>.xplane.pb,
 // the layout TensorBoard's profile plugin reads (docs/profile.md). The profiler
-// servers write the files themselves; tpurun names the root and the session.
+// servers write the files themselves; tpurun names the root and the session
+// (and with no shared mount, copies each worker's file here).
 #include <chrono>
 #include <string>
 #include <vector>
+
+#include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/tpu/profile.hpp"
 
 namespace tpurun {
 
@@ -17,5 +21,9 @@ std::string new_session_id(std::chrono::system_clock::time_point now, const std:
 
 // The run's sessions, oldest first (empty when it has none).
 std::vector<std::string> profile_sessions(const std::string& log_dir);
+
+// No shared mount: each server writes its trace on its worker's disk, under
+// the run's dir there; this fetch copies it into the run's log dir here.
+TraceFetch fetch_trace_into(const RunRecord& run);
 
 }  // namespace tpurun

@@ -1,7 +1,7 @@
 // The watcher's probes: a job whose pid is gone is reported with the exit
 // record the worker itself sees, so a cached "no such file" on this host
 // (NFS) never makes a finished job lost.
-#include "tpurun/runs/watcher/liveness.hpp"
+#include "runs/watcher/liveness.hpp"
 
 #include <gmock/gmock.h>
 
