@@ -34,4 +34,35 @@ no_config_local() {
 }
 e2e_case no_config_local "no config anywhere: the local host is the pod, and the arguments arrive verbatim there too"
 
+# The README's first promise, as a new user meets it: a fresh HOME, no config
+# file anywhere, XDG_CONFIG_HOME empty. Every call is bounded (E2E_TIMEOUT):
+# a follower that never ends fails here in a minute.
+no_config_stage() {
+  local fresh run dir
+  fresh=$(scratch_dir alice)/freshhome
+  install -d -m 755 -o alice "$fresh" "$fresh/proj"
+  printf 'print("hello from main")\n' >"$fresh/proj/main.py"
+  chown alice "$fresh/proj/main.py"
+  lt() { E2E_TIMEOUT=60 AS_USER_ENV="HOME=$fresh XDG_CONFIG_HOME=" as_user alice -C "$fresh/proj" "$TPURUN" "$@"; }
+  expect_exit 0 lt stage -- python3 main.py
+  assert_contains "$OUT" "[w0 localhost] hello from main"
+  assert_not_contains "$ERR" "no config file"
+  assert_not_contains "$ERR" "has no watcher"
+  assert_contains "$ERR" "succeeded"
+  run=$(sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR")
+  [[ -n $run ]] || fail "no run id in: $ERR"
+  expect_exit 0 lt runs --json
+  assert_eq "$(json_get "$OUT" 'd["runs"][0]["verdict"]')" succeeded "runs' verdict"
+  # With no state.json (as when no watcher ever wrote one), the exit records
+  # settle the run: for runs, and for a follower, which ends.
+  dir=$(json_get "$OUT" 'd["runs"][0]["log_dir"]')
+  rm "$dir/state.json"
+  expect_exit 0 lt runs --json
+  assert_eq "$(json_get "$OUT" 'd["runs"][0]["verdict"]')" succeeded "runs' verdict from the records"
+  assert_eq "$(json_get "$OUT" 'd["runs"][0]["from_records"]')" True "from the records"
+  expect_exit 0 lt logs "$run" -f
+  assert_contains "$OUT" "hello from main"
+}
+e2e_case no_config_stage "no config, a fresh HOME: stage runs the job, its watcher watches, it ends; with no state.json the records settle it"
+
 e2e_run

@@ -24,8 +24,10 @@ std::vector<RunView> recent_runs(const std::string& logs_root, const std::string
                          problem));
       }
       if (view.state && !is_final(view.state->verdict)) view.watched = watcher_alive(*view.state, std::time(nullptr));
-      if (view.state && !is_final(view.state->verdict) && !view.watched) {
-        if (auto settled = verdict_from_records(view.record, *view.state)) {
+      // Unwatched and not final, or no state.json at all (its watcher never
+      // wrote one): the exit records may settle it.
+      if (!view.watched && !(view.state && is_final(view.state->verdict))) {
+        if (auto settled = verdict_from_records(view.record, view.state.value_or(RunState{}))) {
           view.state = std::move(settled);
           view.from_records = true;
         }
