@@ -125,6 +125,25 @@ bool IgnoreRules::ignored(std::string_view path, bool is_dir) const {
   return matches(path, is_dir);
 }
 
+// A home directory staged as if it were a project: its keys, credentials,
+// shell histories and tpurun's own dir stay home (docs/runs.md, "Staging a
+// home directory"). The names are where ssh, gpg, gcloud, the AWS, Azure,
+// Kubernetes, Docker, GitHub and Hugging Face CLIs, pip, git and netrc keep
+// their secrets by default.
+const std::vector<std::string>& home_secret_names() {
+  static const std::vector<std::string> names = {
+      ".ssh/",       ".gnupg/",         ".config/gcloud/", ".aws/",        ".azure/",     ".kube/",
+      ".docker/",    ".config/gh/",     ".huggingface/",   ".cache/",      ".netrc",      ".git-credentials",
+      ".pypirc",     ".password-store/", ".local/share/keyrings/", ".tpurun/", ".*_history"};
+  return names;
+}
+
+IgnoreRules IgnoreRules::home_secrets() {
+  IgnoreRules rules;
+  for (const std::string& name : home_secret_names()) rules.add_pattern("/" + name);
+  return rules;
+}
+
 IgnoreRules IgnoreRules::walk_defaults() {
   IgnoreRules rules;
   rules.add_text(".git\n__pycache__/\n.pytest_cache/\n.mypy_cache/\n*.pyc\n.ipynb_checkpoints/\n");

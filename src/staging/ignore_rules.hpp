@@ -28,6 +28,8 @@ class IgnoreRules {
 
   // What a walk outside git skips: VCS and Python cache clutter.
   static IgnoreRules walk_defaults();
+  // What a stage of a home directory leaves out (home_secret_names()).
+  static IgnoreRules home_secrets();
 
  private:
   struct Segment {
@@ -41,5 +43,9 @@ class IgnoreRules {
   };
   std::vector<Rule> rules_;
 };
+
+// Where keys, credentials, shell histories and tpurun's own files sit in a
+// home directory, as patterns relative to it ("dir/" for a directory).
+const std::vector<std::string>& home_secret_names();
 
 }  // namespace tpurun::staging

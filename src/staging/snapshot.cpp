@@ -101,6 +101,20 @@ std::string escape_glob(const std::string& path) {
   return out;
 }
 
+// The warning of a stage of a home directory, naming what it left out there.
+std::string home_dir_note(int source_fd) {
+  std::string present;
+  for (std::string name : home_secret_names()) {
+    if (name.find('*') != std::string::npos) continue;
+    if (name.ends_with('/')) name.pop_back();
+    struct stat st {};
+    if (::fstatat(source_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) present += (present.empty() ? "" : ", ") + name;
+  }
+  return "this is your home directory, not a project: its keys and credentials stay here (left out: " +
+         (present.empty() ? std::string("none present") : present) +
+         ", and shell histories; docs/runs.md). Stage a project's directory instead";
+}
+
 struct Listing {
   GitInfo git;
   SourceListing source;
@@ -118,11 +132,16 @@ Result<Listing, StageError> list_project(const SnapshotRequest& request, int sou
     inner_root = root.substr(project.size() + 1);
     rules.add_pattern("/" + escape_glob(*inner_root) + "/");
   }
+  // A home directory is not a project: its secrets stay home, whatever a
+  // .tpurunignore says (these rules come last, so they win).
+  const bool home = !request.home_dir.empty() && canonical(request.home_dir) == project;
+  if (home) rules.append(IgnoreRules::home_secrets());
   auto source = git->is_repo
                     ? list_git_files(request.source_dir, source_fd, rules, processes, cancel)
                     : walk_files(source_fd, rules, cancel);
   if (!source) return unexpected(source.error());
   if (inner_root) source->notes.push_back("left out " + *inner_root + ": it is the staging root");
+  if (home) source->notes.push_back(home_dir_note(source_fd));
   if (source->files.empty()) {
     return unexpected(StageError{
         "nothing to stage in " + request.source_dir +

@@ -65,4 +65,26 @@ no_config_stage() {
 }
 e2e_case no_config_stage "no config, a fresh HOME: stage runs the job, its watcher watches, it ends; with no state.json the records settle it"
 
+# `stage` from the home dir itself (no project): what runs sees the files,
+# never the key, the cloud credentials or tpurun's own logs.
+home_dir_stage() {
+  local fresh
+  fresh=$(scratch_dir alice)/homestage
+  install -d -m 755 -o alice "$fresh"
+  install -d -m 700 -o alice "$fresh/.ssh" "$fresh/.config" "$fresh/.config/gcloud" "$fresh/.tpurun"
+  printf 'PRIVATE KEY\n' >"$fresh/.ssh/id_ed25519"
+  printf 'token\n' >"$fresh/.config/gcloud/credentials.db"
+  printf 'print("home job")\n' >"$fresh/main.py"
+  chown -R alice "$fresh"
+  E2E_TIMEOUT=60 AS_USER_ENV="HOME=$fresh XDG_CONFIG_HOME=" expect_exit 0 as_user alice -C "$fresh" "$TPURUN" \
+    stage -- sh -c 'python3 main.py; find . -path ./.tpurun -prune -o -type f -print | sort'
+  assert_contains "$OUT" "home job"
+  assert_contains "$OUT" "./main.py"
+  assert_not_contains "$OUT" ".ssh"
+  assert_not_contains "$OUT" "credentials.db"
+  assert_contains "$ERR" "this is your home directory, not a project"
+  assert_contains "$ERR" ".ssh, .config/gcloud, .tpurun"
+}
+e2e_case home_dir_stage "stage from a home dir: the job gets its files but not ~/.ssh, the gcloud credentials or ~/.tpurun, and is told why"
+
 e2e_run

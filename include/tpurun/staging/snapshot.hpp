@@ -19,6 +19,9 @@ struct SnapshotRequest {
   std::string source_dir;     // the project directory on the dev VM
   std::string staging_root;   // shared; snapshots go to <staging_root>/<user>/<name>
   std::string user;
+  // The user's home: staging it (not a project) leaves out what no worker
+  // should get, home_secret_rules() in staging/ignore_rules.
+  std::string home_dir;
   std::uint64_t size_limit = 1ull << 30;
   std::string stat_cache_dir;  // local cache of (path,size,mtime,inode) -> hash; empty: no cache
   std::chrono::system_clock::time_point now;

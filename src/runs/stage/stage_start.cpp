@@ -47,6 +47,7 @@ StagedSnapshot snapshot(const StagePlan& plan, Context& ctx, LinePrinter& printe
   request.source_dir = plan.source_dir;
   request.staging_root = plan.target.pod.staging_root;
   request.user = plan.user;
+  request.home_dir = ctx.env.get("HOME").value_or("");
   request.size_limit = plan.target.pod.stage_size_limit;
   request.stat_cache_dir = cache_dir(ctx.env) + "/stat-cache";
   // On NFS each link into the object store costs round trips on the way to
@@ -264,6 +265,8 @@ StagedRun start_run(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
     printer.note(fmt::format("staged {} files ({}, {} reused) → {}", run.staged.files, human_size(run.staged.bytes),
                              human_size(run.staged.bytes_reused), run.staged.dir));
   }
+  // What was left out and why (a submodule, a special file, a home dir's secrets, cache trouble).
+  for (const std::string& note : run.staged.notes) printer.note(note);
   if (ctx.cancel.cancelled()) throw Interrupted(interrupted_by() + " before the launch; nothing was started");
   PushedRun pushed;  // no shared mount: the workers' own copies
   if (!pod.shared_mount) {
