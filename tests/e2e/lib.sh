@@ -467,15 +467,35 @@ wexec() {
   "$FAKEPOD" exec "$@"
 }
 
+# _e2e_user U: U's home and group id in _E2E_HOME[U] and _E2E_GID[U], read
+# once per process (as_user runs for every tpurun call, and on this kind of
+# machine each process start costs milliseconds of CPU: docs/testing.md).
+declare -A _E2E_HOME=() _E2E_GID=()
+_e2e_user() {
+  [[ -n ${_E2E_HOME[$1]:-} ]] && return 0
+  local entry gid home
+  entry=$(getent passwd "$1") || return 0
+  IFS=: read -r _ _ _ gid _ home _ <<<"$entry"
+  _E2E_HOME[$1]=$home
+  _E2E_GID[$1]=$gid
+}
+
 user_home() {  # U
-  getent passwd "$1" | cut -d: -f6
+  _e2e_user "$1"
+  echo "${_E2E_HOME[$1]:-}"
+}
+
+# _e2e_user_dir U: makes the per-test scratch dir of U ($SCRATCH/U) if needed.
+_e2e_user_dir() {
+  [[ -d $SCRATCH/$1 ]] && return 0
+  _e2e_user "$1"
+  install -d -m 755 -o "$1" -g "${_E2E_GID[$1]}" "$SCRATCH/$1"
 }
 
 # user_dir U: the per-test scratch dir owned by U ($SCRATCH/U). Prints it.
 user_dir() {
-  local d=$SCRATCH/$1
-  [[ -d $d ]] || install -d -m 755 -o "$1" -g "$(id -gn "$1")" "$d"
-  echo "$d"
+  _e2e_user_dir "$1"
+  echo "$SCRATCH/$1"
 }
 
 # scratch_dir U: the same as user_dir.
@@ -511,19 +531,20 @@ as_user() {
     dir=$2
     shift 2
   fi
-  [[ -n $dir ]] || dir=$(user_dir "$u")
-  local home extra=() cache
-  home=$(user_home "$u")
+  _e2e_user "$u"
+  _e2e_user_dir "$u"
+  [[ -n $dir ]] || dir=$SCRATCH/$u
+  local home=${_E2E_HOME[$u]:-} extra=() cache
   # tpurun's cache (kept describe answers, --env values) per test and user:
   # a describe kept by another test, or by a pod beside this one with the
   # same TPU name, never answers for this one.
-  cache=$(user_dir "$u")/.cache
+  cache=$SCRATCH/$u/.cache
   [[ -n $home ]] || fail "no such user: $u"
   # shellcheck disable=SC2206
   [[ -n ${AS_USER_ENV:-} ]] && extra=($AS_USER_ENV)
   (
     cd "$dir"
-    exec "$E2E_DIR/bound" "${E2E_TIMEOUT:-300}" setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- \
+    exec "$E2E_DIR/bound" "${E2E_TIMEOUT:-300}" setpriv --reuid="$u" --regid="${_E2E_GID[$u]}" --init-groups -- \
       env -i HOME="$home" USER="$u" LOGNAME="$u" SHELL=/bin/bash LANG=C.UTF-8 \
       PATH="$E2E_GCLOUD_PATH" CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/$u" XDG_CACHE_HOME="$cache" \
       FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" <"${AS_USER_STDIN:-/dev/null}"
