@@ -106,13 +106,13 @@ RC=0
 expect_exit() {
   local want=$1
   shift
-  local of ef
-  of=$(mktemp) ef=$(mktemp)
+  # Files of this process's own ($BASHPID), read without cat and kept for
+  # the next call: no mktemp, cat or rm to start (docs/testing.md).
+  local of=${SCRATCH:-/tmp}/.expect-$BASHPID.out ef=${SCRATCH:-/tmp}/.expect-$BASHPID.err
   RC=0
   "$@" >"$of" 2>"$ef" || RC=$?
-  OUT=$(cat "$of")
-  ERR=$(cat "$ef")
-  rm -f "$of" "$ef"
+  OUT=$(<"$of")
+  ERR=$(<"$ef")
   local ok=0
   if [[ $want == nonzero ]]; then
     ((RC != 0)) && ok=1
