@@ -44,7 +44,7 @@ no_config_stage() {
   printf 'print("hello from main")\n' >"$fresh/proj/main.py"
   chown alice "$fresh/proj/main.py"
   lt() { E2E_TIMEOUT=60 AS_USER_ENV="HOME=$fresh XDG_CONFIG_HOME=" as_user alice -C "$fresh/proj" "$TPURUN" "$@"; }
-  expect_exit 0 lt stage -- python3 main.py
+  expect_exit 0 lt stage -- /usr/bin/python3 main.py
   assert_contains "$OUT" "[w0 localhost] hello from main"
   assert_not_contains "$ERR" "no config file"
   assert_not_contains "$ERR" "has no watcher"
@@ -77,7 +77,7 @@ home_dir_stage() {
   printf 'print("home job")\n' >"$fresh/main.py"
   chown -R alice "$fresh"
   E2E_TIMEOUT=60 AS_USER_ENV="HOME=$fresh XDG_CONFIG_HOME=" expect_exit 0 as_user alice -C "$fresh" "$TPURUN" \
-    stage -- sh -c 'python3 main.py; find . -path ./.tpurun -prune -o -type f -print | sort'
+    stage -- sh -c '/usr/bin/python3 main.py; find . -path ./.tpurun -prune -o -type f -print | sort'
   assert_contains "$OUT" "home job"
   assert_contains "$OUT" "./main.py"
   assert_not_contains "$OUT" ".ssh"

@@ -123,7 +123,7 @@ e2e_case watcher_killed "the watcher SIGKILLed: the job keeps running, runs says
 # relaunches, so once it has exited nothing can.
 kill_by_name_stops_restarts() {
   local run sup name
-  run=$(stage_detached alice "$proj" --restarts 2 -- python3 train.py --forever --metrics-addr none)
+  run=$(stage_detached alice "$proj" --restarts 2 -- /usr/bin/python3 train.py --forever --metrics-addr none)
   wait_until "the run's jobs on every worker" 120 launched "$run"
   wait_until "the run's watcher" 120 eval 'sup=$(watcher_pid "$run"); [[ $sup =~ ^[1-9] ]]'
   case $1 in

@@ -155,7 +155,11 @@ FollowResult follow_logs(const std::string& log_dir, const std::vector<Worker>& 
         unwatched = true;
         unwatched_since = Clock::now();
       } else if (Clock::now() - unwatched_since > 3s) {
-        if (auto settled = settle_from_records(log_dir, result.state)) {
+        // With no state.json yet, a watcher may still be starting (a slow
+        // host) and about to restart a failed attempt: the records alone
+        // decide only once no watcher could be kept up.
+        const bool may_settle = result.state || restarts > kMaxWatcherRestarts;
+        if (auto settled = may_settle ? settle_from_records(log_dir, result.state) : std::nullopt) {
           result.state = std::move(settled);
           printer.note("the run has no watcher, and every worker's exit record is there: the verdict is theirs");
           break;
