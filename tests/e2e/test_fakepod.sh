@@ -182,7 +182,15 @@ e2e_case tpu_logs_noise "another user's /tmp/tpu_logs is only noise; --exit-code
 
 sigterm_shutdown() {
   on_exit reset_tpus
-  expect_exit 143 wexec 1 --user bob -- timeout --preserve-status -s TERM 1 python3 "$T" --forever --step-time 0.1
+  # TERM once the trainer is training (its handler is in place: a TERM sent
+  # by a clock, before python3 has even started, tests nothing), and twice,
+  # as GNU timeout does (the child, then its group): one clean shutdown.
+  # shellcheck disable=SC2016
+  expect_exit 143 wexec 1 --user bob -- bash -c '
+    python3 "$0" --forever --step-time 0.1 >/tmp/sigterm.out 2>&1 & p=$!
+    for _ in $(seq 600); do grep -q " step 1 " /tmp/sigterm.out && break; sleep 0.1; done
+    kill -TERM "$p"; kill -TERM "$p"; rc=0; wait "$p" || rc=$?
+    cat /tmp/sigterm.out; exit "$rc"' "$T"
   assert_contains "$OUT" "got SIGTERM"
   expect_exit 1 wexec 1 -- test -e /tmp/libtpu_lockfile
 }
