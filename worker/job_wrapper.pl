@@ -15,17 +15,21 @@
 # reservation (reserve.sh), record: its holder record, removed when the job
 # ends if it still names this wrapper. Fd 9, when open, is the reservation's
 # lock: kept here while the job runs, never given to the job. Fd 3: where
-# "<wrapper pid> <job pid>" goes once the job has started.
+# "<wrapper pid> <job pid>" goes once the job has started. tmpd (in the
+# environment, from launch.sh): the dir for its temp files, .tpurun-tmp in
+# the log dir, which the log mirror leaves out.
 use strict; use warnings; use POSIX (); use IO::Handle; use Fcntl qw(F_SETFD FD_CLOEXEC);
 my ($title, $log, $pidf, $exitf, $reserved, @cmd) = @ARGV;
 $0 = $title;
 open(STDIN, "<", "/dev/null");
 my $record = delete $ENV{record};
+my $tmpd = delete $ENV{tmpd};
 delete @ENV{qw(tpurun_reserved tpurun_me tpurun_since)};
 my $reservation;
 fcntl($reservation, F_SETFD, FD_CLOEXEC) if open($reservation, "<&=", 9);
 $SIG{$_} = "IGNORE" for qw(HUP INT TERM PIPE);
-sub put { my ($p, $t) = @_; my $tmp = "$p.tmp$$";
+sub put { my ($p, $t) = @_; my ($name) = $p =~ m{([^/]*)$};
+  my $tmp = defined $tmpd ? "$tmpd/$name.$$" : "$p.tmp$$";
   if (open(my $f, ">", $tmp)) { print $f $t; return 1 if close($f) and rename($tmp, $p); }
   unlink($tmp); return 0; }
 # The exit record's place is taken while the disk has room (PENDINGFILE): a

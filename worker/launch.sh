@@ -74,7 +74,11 @@ if [ "$max_attempts" -gt 1 ]; then
   printf '==== tpurun: attempt %s of %s on %s at %s ====\n' "$attempt" "$max_attempts" "$(hostname)" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$log"
 fi
-export pidf exitf job_env
+# The wrapper's temp files go into a dir of their own (the log mirror leaves
+# out that name only, never a job's file for its spelling).
+tmpd=$logdir/$LOG_TMP_DIR
+mkdir -p "$tmpd" 2>/dev/null || tmpd=$logdir
+export pidf exitf job_env tmpd
 # Fd 9, when open, is this worker's reservation (reserve.sh): the wrapper
 # keeps it while the job runs, and the job does not get it.
 if command -v perl >/dev/null 2>&1; then

@@ -36,6 +36,18 @@ std::string job_file(const std::string& log_dir, int worker, int attempt, const 
   return log_dir + "/" + job_file_name(worker, attempt, ext);
 }
 
+bool is_worker_record(int worker, const std::string& rel) {
+  const std::string prefix = fmt::format("worker{}.", worker);
+  return rel.starts_with(prefix) && rel.find('/') == std::string::npos;
+}
+
+std::string mirrored_path(int worker, const std::string& rel) {
+  if (is_worker_record(worker, rel) || rel.starts_with("plugins/profile/")) return rel;
+  return fmt::format("w{}/{}", worker, rel);
+}
+
+std::string worker_files_dir(const std::string& log_dir, int worker) { return fmt::format("{}/w{}", log_dir, worker); }
+
 std::string tpu_vm_dir(const std::string& log_dir) { return log_dir + "/tpu-vm"; }
 std::string recorded_tpu_vm_path(const std::string& log_dir) { return tpu_vm_dir(log_dir) + "/describe.json"; }
 std::string metadata_dir(const std::string& log_dir) { return tpu_vm_dir(log_dir) + "/metadata"; }

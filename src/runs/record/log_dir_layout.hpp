@@ -20,6 +20,10 @@
 //   setup.log     its output, every worker, every recreate (the watcher)
 //   plugins/profile/SESSION/HOST.xplane.pb  profiles (tpurun profile; written by the
 //                 job's profiler servers; profile_layout.hpp)
+//   wN/           no shared mount: everything else worker N's job wrote in its log dir
+//                 there (TensorBoard events, metrics, checkpoints' logs), copied by the
+//                 log mirror: the same name on two workers is two files here
+//   .tpurun-tmp/  the job wrapper's temp files (worker::kLogTmpDir); never mirrored
 #include <string>
 
 namespace tpurun {
@@ -44,6 +48,15 @@ std::string worker_log_path(const std::string& log_dir, int worker);
 // (workerN.pid, workerN.exit); later attempts add the attempt (workerN.a2.pid).
 std::string job_file_name(int worker, int attempt, const char* ext);
 std::string job_file(const std::string& log_dir, int worker, int attempt, const char* ext);
+
+// No shared mount: where the log mirror puts worker N's file `rel` (a path
+// under the run's log dir there) in the log dir here: the worker's own
+// records (workerN.log, workerN.pid, workerN.exit, workerN.aK.*) and
+// profiles (plugins/profile/, one file per host) as they are, anything else
+// under wN/ (worker_files_dir).
+std::string mirrored_path(int worker, const std::string& rel);
+bool is_worker_record(int worker, const std::string& rel);
+std::string worker_files_dir(const std::string& log_dir, int worker);
 
 // What a recreate uses. tpu-vm/ is 0700: the metadata may hold secrets (a
 // startup-script's tokens), and the log dir is readable by others.

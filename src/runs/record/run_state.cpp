@@ -61,6 +61,11 @@ std::optional<WorkerState> parse_worker_state(const std::string& text) {
   return parse_enum<WorkerState>(kWorkerStates, text);
 }
 
+std::string missing_logs_text(const MissingLogs& m) {
+  return fmt::format("w{} {}: not every file of the run was copied here ({}); they are still in {} there", m.worker,
+                     m.host, m.why, m.path);
+}
+
 void write_run_state(const std::string& log_dir, const RunState& s) {
   nlohmann::json workers = nlohmann::json::array();
   for (const WorkerStatus& w : s.workers) {
@@ -75,6 +80,10 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
   }
   nlohmann::json preemptions = nlohmann::json::array();
   for (const Preemption& p : s.preemptions) preemptions.push_back(preemption_to_json(p));
+  nlohmann::json missing = nlohmann::json::array();
+  for (const MissingLogs& m : s.logs_missing) {
+    missing.push_back({{"worker", m.worker}, {"host", m.host}, {"path", m.path}, {"why", m.why}});
+  }
   nlohmann::json doc{{"verdict", to_string(s.verdict)},
                      {"attempt", s.attempt},
                      {"max_attempts", s.max_attempts},
@@ -86,6 +95,7 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
                      {"preemptions", preemptions},
                      {"stalled_since", s.stalled_since.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stalled_since)},
                      {"idle_since", s.idle_since.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.idle_since)},
+                     {"logs_missing", missing},
                      {"watcher",
                       {{"pid", s.watcher.pid},
                        {"host", s.watcher.host},
@@ -131,6 +141,12 @@ std::optional<RunState> read_run_state(const std::string& log_dir, std::string* 
       for (const auto& p : doc["preemptions"]) {
         if (!p.is_object()) continue;
         s.preemptions.push_back(preemption_from_json(p));
+      }
+    }
+    if (doc.contains("logs_missing") && doc["logs_missing"].is_array()) {
+      for (const auto& m : doc["logs_missing"]) {
+        if (!m.is_object()) continue;
+        s.logs_missing.push_back({m.value("worker", 0), m.value("host", ""), m.value("path", ""), m.value("why", "")});
       }
     }
     s.message = doc.value("message", "");

@@ -68,6 +68,17 @@ struct Preemption {
   bool recreated() const { return action == "recreated"; }
 };
 
+// No shared mount: a worker whose files of the run did not all arrive here
+// (its mirror could not make its last round), and where they still are.
+struct MissingLogs {
+  int worker = 0;
+  std::string host;
+  std::string path;  // the run's log dir on that worker
+  std::string why;
+};
+// "w2 10.0.0.5: not every file was copied here (why); they are still in PATH there"
+std::string missing_logs_text(const MissingLogs& m);
+
 // Where the watcher lives: a detached `tpurun` process on the dev VM.
 struct WatcherInfo {
   int pid = 0;
@@ -88,6 +99,7 @@ struct RunState {
   std::vector<Preemption> preemptions;        // in order
   std::string stalled_since;  // ISO 8601 while the run is stalled (every worker at 0% and no new log line)
   std::string idle_since;     // ISO 8601 while every worker's chips are at 0% duty cycle (the board's idle time)
+  std::vector<MissingLogs> logs_missing;  // no shared mount: what the run's end could not copy here
   WatcherInfo watcher;
   std::string updated_at;
 };
