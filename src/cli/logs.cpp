@@ -8,6 +8,7 @@
 #include "tpurun/runs/follow/follow.hpp"
 #include "tpurun/runs/follow/log_tail.hpp"
 #include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/util/identity.hpp"
 
 namespace tpurun::cli {
@@ -48,6 +49,9 @@ int run_logs(const LogsOptions& o, Context& ctx) {
     LiveOutput live(printer, workers, options);
     LogTail follower(dir, workers, live);
     follower.finish();
+    if (auto state = read_run_state(dir)) {
+      for (const MissingLogs& m : state->logs_missing) fmt::print(ctx.err, "tpurun: {}\n", missing_logs_text(m));
+    }
     return 0;
   }
   return follow_to_end(run, workers, printer, ctx, o.raw);

@@ -84,6 +84,10 @@ nlohmann::json run_to_json(const RunView& run) {
   doc["stalled_since"] = s.stalled_since.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.stalled_since);
   doc["preemptions"] = nlohmann::json::array();
   for (const Preemption& p : s.preemptions) doc["preemptions"].push_back(preemption_to_json(p));
+  doc["logs_missing"] = nlohmann::json::array();
+  for (const MissingLogs& m : s.logs_missing) {
+    doc["logs_missing"].push_back({{"worker", m.worker}, {"host", m.host}, {"path", m.path}, {"why", m.why}});
+  }
   doc["workers"] = workers;
   return doc;
 }
@@ -97,6 +101,7 @@ void print_runs_table(std::FILE* out, const std::vector<RunView>& runs) {
                run.state ? verdict_text(run) + " — " + summarize_states(*run.state) : summarize(run.jobs));
     if (run.state) {
       for (const Preemption& p : run.state->preemptions) fmt::print(out, "  {}\n", preemption_text(p));
+      for (const MissingLogs& m : run.state->logs_missing) fmt::print(out, "  {}\n", missing_logs_text(m));
     }
   }
 }

@@ -28,6 +28,7 @@ std::string worker_name(const RunRecord& run, int index) {
 }
 
 void print_summary(const RunRecord& run, const RunState& s, LinePrinter& printer) {
+  for (const MissingLogs& m : s.logs_missing) printer.note(missing_logs_text(m));
   size_t ok = 0;
   for (const WorkerStatus& w : s.workers) ok += w.state == WorkerState::succeeded ? 1 : 0;
   const std::string attempts =

@@ -201,6 +201,18 @@ void GangMonitor::out_of_space(Time now, const std::string& detail) {
   gang_failed(now, "out_of_space", detail, false);
 }
 
+bool GangMonitor::out_of_space_at_end(Time now, const std::string& detail) {
+  if (state_.verdict != RunVerdict::succeeded) return false;
+  state_.verdict = RunVerdict::failed;
+  GangFailure f;
+  f.worker = -1;  // no one worker: the gang
+  f.how = "out_of_space";
+  f.at = format_utc_time(now);
+  f.detail = detail;
+  state_.first_failure = f;
+  return true;
+}
+
 void GangMonitor::gang_failed(Time now, const std::string& how, const std::string& detail, bool may_restart) {
   if (failed_this_attempt_ || is_final(state_.verdict)) return;
   failed_this_attempt_ = stalled_ = true;

@@ -106,6 +106,9 @@ class GangMonitor {
   // The logs root is full: the jobs' output is lost and nothing more can be
   // recorded. The attempt fails as a whole, is stopped, and is not restarted.
   void out_of_space(Time now, const std::string& detail);
+  // The same, seen only once the run ended: a run that succeeded failed
+  // (a job's output on a full disk is not whole). True when it changed.
+  bool out_of_space_at_end(Time now, const std::string& detail);
 
  private:
   struct Tracker {

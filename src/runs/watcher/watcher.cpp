@@ -148,6 +148,7 @@ void Watcher::save(bool force) {
   state.stalled_since = stall_.stalled_since();
   state.idle_since = stall_.idle_since();
   state.watcher = self_;
+  state.logs_missing = logs_missing_;
   const std::string now_print = fingerprint(state);
   const long long now = now_unix();
   if (!force && now_print == saved_ && now - self_.heartbeat < kHeartbeatSeconds) return;
@@ -203,7 +204,7 @@ std::vector<WorkerSample> Watcher::sample(LivenessProber& prober) {
 void Watcher::stop_gang() {
   const auto& failure = monitor_.state().first_failure;
   const std::string what = failure->how == "stalled"        ? "the run " + failure->detail
-                           : failure->how == "out_of_space" ? std::string("out of space on the logs root")
+                           : failure->how == "out_of_space" ? failure->detail.substr(0, failure->detail.find(':'))
                                                             : worker_name(workers_, failure->worker) + " " +
                                                                   failure->detail + " first";
   say(fmt::format("{}: stopping the run's jobs on every worker (TERM, KILL after {}s)", what,
@@ -237,7 +238,16 @@ int Watcher::finish() {
       preempted();
     }
   }
-  if (mirror_) mirror_->finish();  // the last of every worker's output, before the verdict is written
+  if (mirror_) {
+    mirror_->finish();  // the last of every worker's output, before the verdict is written
+    logs_missing_ = mirror_->missing();
+    for (const MissingLogs& m : logs_missing_) say(missing_logs_text(m));
+    // A job that filled its disk and ended before a round saw it: its
+    // output is not whole there, so the run did not succeed.
+    if (auto why = worker_out_of_space(); why && !out_of_space_ && monitor_.out_of_space_at_end(Clock::now(), *why)) {
+      say(*why);
+    }
+  }
   monitor_.give_up();
   stall_.clear();
   const RunState& s = monitor_.state();
@@ -253,6 +263,12 @@ int Watcher::finish() {
 
 void Watcher::watch_space() {
   if (out_of_space_ || monitor_.state().verdict != RunVerdict::running) return;
+  if (auto why = worker_out_of_space()) {
+    out_of_space_ = true;
+    say(*why);
+    monitor_.out_of_space(Clock::now(), *why);
+    return;
+  }
   struct statvfs st {};
   if (::statvfs(setup_.record.log_dir.c_str(), &st) != 0) return;
   const std::uint64_t free = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
@@ -265,6 +281,15 @@ void Watcher::watch_space() {
       root, human_size(free), root);
   say(why);
   monitor_.out_of_space(Clock::now(), why);
+}
+
+std::optional<std::string> Watcher::worker_out_of_space() const {
+  auto low = mirror_ ? mirror_->low_space() : std::nullopt;
+  if (!low) return std::nullopt;
+  return fmt::format(
+      "out of space on {}'s log dir {} ({} free): the job's output there is being lost; free space on that "
+      "worker (`tpurun gc`, or remove old runs' logs under ~/.tpurun/logs there), then stage again",
+      low->first.display(), setup_.record.worker_log_dir, human_size(low->second));
 }
 
 void Watcher::make_spare() {

@@ -4,6 +4,7 @@
 // next attempt (restarts, a recreated TPU VM, the workers' new addresses).
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,11 @@ class Watcher {
   static int resume_attempt(const RunRecord& r);
   // One metrics round at a time (watcher/stall_watch): stop and restart fail the attempt.
   void watch_for_stall();
-  // The logs root is (nearly) full: the run fails as a whole, with the fix.
+  // The logs root, or a worker's log dir (no shared mount), is (nearly)
+  // full: the run fails as a whole, with the fix.
   void watch_space();
+  // No shared mount: a worker's log dir is (nearly) full; what to say.
+  std::optional<std::string> worker_out_of_space() const;
   // A file kept in the log dir while the run is watched, given back when the
   // disk is full, so that the last records still fit.
   void make_spare();
@@ -83,6 +87,7 @@ class Watcher {
   std::vector<Worker> workers_;  // where the run's jobs are: the record's, moved when the TPU VM's addresses change
   PreemptionRecovery recovery_;
   bool out_of_space_ = false;
+  std::vector<MissingLogs> logs_missing_;  // no shared mount: what the mirror's last round could not copy
   bool vm_checked_ = false;
   bool snapshot_unsure_ = false;  // the workers changed since the snapshot reached them
   bool snapshot_unreadable_ = false;  // ... and this host's copy cannot be pushed again  // the TPU VM was described after the last attempt ended
