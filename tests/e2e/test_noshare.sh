@@ -144,7 +144,7 @@ logs_with_vm_gone() {
   expect_exit 0 tpurun_as alice tensorboard "$run" --dry-run
   assert_contains "$OUT" "--logdir_spec="
   assert_contains "$OUT" "$logs/$run"
-  assert_eq "$(cat "$logs/$run/tb/events.out.tfevents.w2")" "event of w2"
+  assert_eq "$(cat "$logs/$run/w2/tb/events.out.tfevents.w2")" "event of w2"
 }
 e2e_case logs_with_vm_gone "logs of a finished run read with one of its VMs gone, and TensorBoard's event files" --needs stage_no_share
 
