@@ -46,8 +46,6 @@ std::string mirrored_path(int worker, const std::string& rel) {
   return fmt::format("w{}/{}", worker, rel);
 }
 
-std::string worker_files_dir(const std::string& log_dir, int worker) { return fmt::format("{}/w{}", log_dir, worker); }
-
 std::string tpu_vm_dir(const std::string& log_dir) { return log_dir + "/tpu-vm"; }
 std::string recorded_tpu_vm_path(const std::string& log_dir) { return tpu_vm_dir(log_dir) + "/describe.json"; }
 std::string metadata_dir(const std::string& log_dir) { return tpu_vm_dir(log_dir) + "/metadata"; }

@@ -53,10 +53,10 @@ std::string job_file(const std::string& log_dir, int worker, int attempt, const 
 // under the run's log dir there) in the log dir here: the worker's own
 // records (workerN.log, workerN.pid, workerN.exit, workerN.aK.*) and
 // profiles (plugins/profile/, one file per host) as they are, anything else
-// under wN/ (worker_files_dir).
+// under wN/.
 std::string mirrored_path(int worker, const std::string& rel);
+// rel is one of worker N's own records at the top (workerN.*).
 bool is_worker_record(int worker, const std::string& rel);
-std::string worker_files_dir(const std::string& log_dir, int worker);
 
 // What a recreate uses. tpu-vm/ is 0700: the metadata may hold secrets (a
 // startup-script's tokens), and the log dir is readable by others.

@@ -22,6 +22,19 @@ TEST(LogDirLayout, NamesEveryFile) {
   EXPECT_EQ(setup_log_path("/l/r"), "/l/r/setup.log");
 }
 
+// No shared mount: a worker's own records keep their names, profiles too
+// (one file per host), and its job's files go under wN/.
+TEST(LogDirLayout, WhereTheLogMirrorPutsAWorkersFiles) {
+  EXPECT_EQ(mirrored_path(3, "worker3.log"), "worker3.log");
+  EXPECT_EQ(mirrored_path(3, "worker3.a2.exit"), "worker3.a2.exit");
+  EXPECT_EQ(mirrored_path(3, "plugins/profile/s1/host3.xplane.pb"), "plugins/profile/s1/host3.xplane.pb");
+  EXPECT_EQ(mirrored_path(3, "app.log"), "w3/app.log");
+  EXPECT_EQ(mirrored_path(3, "tb/events.out"), "w3/tb/events.out");
+  EXPECT_EQ(mirrored_path(3, "worker1.exit"), "w3/worker1.exit");    // another worker's name: the job's file
+  EXPECT_EQ(mirrored_path(1, "worker10.log"), "w1/worker10.log");
+  EXPECT_EQ(mirrored_path(3, "sub/worker3.log"), "w3/sub/worker3.log");
+}
+
 TEST(LogDirLayout, TheWatchersLogOfARunAnOlderTpurunWatched) {
   testing::TempDir dir;
   // Given a new run: watcher.log, even before the watcher wrote it

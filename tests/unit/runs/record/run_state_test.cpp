@@ -29,6 +29,7 @@ TEST(RunState, RoundTrips) {
   s.workers = {{0, WorkerState::stopped, 12, 143, "stopped by tpurun"}, {1, WorkerState::lost, 13, {}, "gone"}};
   s.first_failure = GangFailure{1, "lost", 0, "", "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "gone"};
   s.watcher = {4242, "devvm", 777, 1700000000};
+  s.logs_missing = {{2, "10.0.0.4", "/home/u/.tpurun/logs/u/p/r", "connection refused"}};
   write_run_state(dir.path, s);
   auto back = read_run_state(dir.path);
   ASSERT_TRUE(back);
@@ -39,6 +40,12 @@ TEST(RunState, RoundTrips) {
   EXPECT_EQ(back->workers[1].state, WorkerState::lost);
   EXPECT_EQ(back->first_failure->since, "2026-01-01T00:00:00Z");
   EXPECT_EQ(back->watcher.host, "devvm");
+  ASSERT_EQ(back->logs_missing.size(), 1u);
+  EXPECT_EQ(back->logs_missing[0].worker, 2);
+  EXPECT_EQ(back->logs_missing[0].path, "/home/u/.tpurun/logs/u/p/r");
+  EXPECT_EQ(missing_logs_text(back->logs_missing[0]),
+            "w2 10.0.0.4: not every file of the run was copied here (connection refused); they are still in "
+            "/home/u/.tpurun/logs/u/p/r there");
 }
 
 TEST(RunState, CorruptOrMissingIsNone) {

@@ -53,6 +53,20 @@ TEST(GangMonitor, ExitZeroStopsNobody) {
   EXPECT_FALSE(gang.state().first_failure);
 }
 
+// Issue 37: a job that filled its worker's log disk and exited 0 before a
+// mirror round saw the disk full: its output there is not whole.
+TEST(GangMonitor, AFullLogDiskSeenAtTheEndFailsARunThatSucceeded) {
+  GangMonitor gang({}, {0, 1});
+  gang.observe(all_running(2), t0, false);
+  EXPECT_EQ(gang.observe({exited(0, 0), exited(1, 0)}, t0 + 1s, false), GangAction::finished);
+  EXPECT_TRUE(gang.out_of_space_at_end(t0 + 2s, "out of space on w1's log dir"));
+  EXPECT_EQ(gang.state().verdict, RunVerdict::failed);
+  ASSERT_TRUE(gang.state().first_failure);
+  EXPECT_EQ(gang.state().first_failure->how, "out_of_space");
+  EXPECT_FALSE(gang.out_of_space_at_end(t0 + 3s, "again"));  // failed already: unchanged
+  EXPECT_EQ(gang.state().first_failure->detail, "out of space on w1's log dir");
+}
+
 TEST(GangMonitor, SignalIsNamed) {
   GangMonitor gang({}, {0, 1});
   gang.observe(all_running(2), t0, false);
