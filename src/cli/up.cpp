@@ -49,6 +49,7 @@ int finish(const UpJob& job, const UpResult& r, LinePrinter& printer, Context& c
   const auto doctor_start = std::chrono::steady_clock::now();
   DoctorOptions doctor;
   doctor.target.fanout = job.fanout;
+  doctor.after_up = r.node.has_value();
   const int doctor_exit = run_doctor(doctor, ctx);
   const double doctor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - doctor_start).count();
   const std::string where = fmt::format("TPU VM {} in {}{}", job.gcloud.name, r.zone,
