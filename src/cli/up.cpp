@@ -131,6 +131,9 @@ int run_up(const UpOptions& o, Context& ctx) {
                            job.create.accelerator_type, create_tier(job.create),
                            job.create.queued ? "through a queued resource" : "with tpu-vm create",
                            fmt::join(job.create.zones, ", then ")));
+  if (!job.placed_zone.empty() && job.placed_zone != job.create.zones.front()) {
+    printer.note(fmt::format("{} first: an earlier up of yours sent its create there", job.placed_zone));
+  }
   const UpResult r = bring_up(job, io);
   return finish(job, r, printer, ctx, true);
 }

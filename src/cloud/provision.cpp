@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <thread>
 
@@ -59,14 +60,18 @@ class Provision {
       return std::move(result_);
     }
     std::vector<std::string> reasons;
-    for (size_t i = 0; i < job_.create.zones.size(); ++i) {
+    std::vector<std::string> zones = job_.create.zones;
+    if (auto it = std::find(zones.begin(), zones.end(), job_.first_zone); it != zones.end()) {
+      std::rotate(zones.begin(), it, it + 1);  // that zone first, the others in their order
+    }
+    for (size_t i = 0; i < zones.size(); ++i) {
       GcloudSpec where = job_.gcloud;
-      where.zone = job_.create.zones[i];
+      where.zone = zones[i];
       where_ = where;
       const std::string reason = job_.create.queued ? queued_in(where) : plain_in(where);
       if (result_.node || result_.cancelled || stopped_) return std::move(result_);
       reasons.push_back(fmt::format("{}: {}", where.zone, reason));
-      if (i + 1 < job_.create.zones.size()) io_.say(fmt::format("{}; trying {}", reason, job_.create.zones[i + 1]));
+      if (i + 1 < zones.size()) io_.say(fmt::format("{}; trying {}", reason, zones[i + 1]));
     }
     result_.why = reasons.size() == 1 ? reasons.front()
                                       : fmt::format("no zone gave a TPU VM: {}", fmt::join(reasons, "; "));
@@ -87,6 +92,7 @@ class Provision {
     if (auto error = io_.gcloud.audit("tpu-vm-create", where, argv)) return stop(*error);
     io_.say(fmt::format("creating TPU VM {} in {}: {}", where.name, where.zone, shell_display(argv)));
     set_made(Made{where, false, "CREATING"});
+    io_.creating(*result_.made);
     io_.status(fmt::format("TPU VM {} in {}: creating", where.name, where.zone));
     const ProcessResult r = io_.gcloud.run(argv, job_.ready_timeout, io_.cancel);
     if (io_.cancel.cancelled()) return cancelled();
@@ -140,6 +146,7 @@ class Provision {
     // Not cancelled: a create stopped half-way may still be made by the API,
     // and only its answer says what there is to delete.
     set_made(Made{where, true, "CREATING"});
+    io_.creating(*result_.made);
     const ProcessResult r = io_.gcloud.run(argv, job_.gcloud_timeout, CancelToken());
     if (r.exit_code != 0) {
       // The API may have made it all the same (a 429 or a 503 on gcloud's

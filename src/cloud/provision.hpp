@@ -28,6 +28,7 @@ struct ProvisionJob {
   std::chrono::seconds heartbeat{300};        // a line this often while waiting, without a live status line
   std::chrono::seconds transient_limit{600};  // how long describes may fail with 429/5xx before up gives up
   std::chrono::milliseconds retry_first{2000};  // the first wait before trying again after one
+  std::string first_zone;  // one of create.zones tried first ("" for their order): where an earlier up made one
 };
 
 // What this `up` created and has not deleted: a queued resource (its node goes with it) or a node.
@@ -43,6 +44,9 @@ struct ProvisionIo {
   std::function<void(const std::string&)> say;     // a line
   std::function<void(const std::string&)> status;  // the live status line, redrawn in place
   bool live_status = false;                        // status is seen (a terminal): no heartbeat lines
+  // Called before each create is sent: where it will be (so that after a
+  // SIGKILL the next up, status and down look there first).
+  std::function<void(const Made&)> creating = [](const Made&) {};
 };
 
 struct ProvisionResult {

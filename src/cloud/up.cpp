@@ -50,6 +50,7 @@ ProvisionJob provision_job(const UpJob& job) {
   p.ready_timeout = job.ready_timeout;
   p.gcloud_timeout = job.gcloud_timeout;
   p.poll = job.poll;
+  p.first_zone = job.placed_zone;
   return p;
 }
 
@@ -60,7 +61,7 @@ class Up {
 
   UpResult run() {
     const auto start = Clock::now();
-    ProvisionIo pio{gcloud_, io_.cancel, io_.say, io_.status, io_.live_status};
+    ProvisionIo pio{gcloud_, io_.cancel, io_.say, io_.status, io_.live_status, [&](const Made& m) { placing(m); }};
     ProvisionResult p = provision(provision_job(job_), pio);
     made_ = p.made;
     found_ = p.found;
@@ -174,7 +175,20 @@ class Up {
     return true;
   }
 
+  // Where the create goes, recorded before it is sent: after a SIGKILL the
+  // next up (that zone first), status and down look there.
+  void placing(const Made& m) {
+    try {
+      keep_placement(job_.gcloud, Placement{m.where.zone, m.queued ? m.where.name : "",
+                                            format_utc_time(std::chrono::system_clock::now())},
+                     io_.env);
+    } catch (const std::exception&) {
+      // Only a hint for later commands: the create goes on without it.
+    }
+  }
+
   void clean_up() {
+    if (!made_ && !found_) forget_placement(job_.gcloud, io_.env);  // nothing of this up is there
     if (!made_ && found_) {
       io_.say(fmt::format("left in place: queued resource {} in {} ({}): this up found it, and did not make it",
                           found_->where.name, found_->where.zone, found_->state));
@@ -231,6 +245,7 @@ UpJob up_job_for(const PodConfig& pod, const Environment& env) {
   job.state_dir = state_dir(env);
   job.audit_path = default_audit_path(env);
   job.max_queued = job.create.max_queued;
+  if (auto placed = read_placement(*pod.gcloud, env)) job.placed_zone = placed->zone;
   return job;
 }
 

@@ -12,13 +12,16 @@
 #    up's own; a group SIGINT (as a terminal's Ctrl-C) then deletes it;
 #  - 429s for 10 s while waiting: tried again, the place kept; SIGHUP
 #    (maybe while they last) deletes it;
-#  - a double SIGINT: deleted, or named with the command that deletes it.
+#  - a double SIGINT: deleted, or named with the command that deletes it;
+#  - SIGKILL while waiting in the second zone, then up again: found there, no
+#    second queued resource in the first zone.
 # After each case real gcloud lists what is left. The faults' timings are
 # the simulator's (`fault zone-down --for S`), short.
 source "$(dirname "$0")/lib.sh"
 require_tpurun
 
 Z1=us-central2-b
+Z2=us-east1-d
 on_exit "\"\$FAKEPOD\" fault clear >/dev/null; \"\$FAKEPOD\" up $FAKEPOD_WORKERS >/dev/null"  # queued resources go
 
 proj=$(make_project alice ownproj)
@@ -27,7 +30,11 @@ cat >"$proj/tpurun.json" <<JSON
   "pods": { "qown": { "gcloud": { "name": "qown", "zone": "$Z1", "project": "sim-proj" },
                       "staging_root": "$FAKEPOD_NFS/staging", "logs_root": "$FAKEPOD_NFS/logs",
                       "create": { "accelerator_type": "v4-16", "runtime_version": "tpu-ubuntu2204-base",
-                                  "spot": true, "zones": ["$Z1"] } } } }
+                                  "spot": true, "zones": ["$Z1"] } },
+            "qkill": { "gcloud": { "name": "qkill", "zone": "$Z1", "project": "sim-proj" },
+                       "staging_root": "$FAKEPOD_NFS/staging", "logs_root": "$FAKEPOD_NFS/logs",
+                       "create": { "accelerator_type": "v4-16", "runtime_version": "tpu-ubuntu2204-base",
+                                   "spot": true, "zones": ["$Z1", "$Z2"], "max_queued": "2s" } } } }
 JSON
 chown -R alice "$proj"
 chmod -R a+rX "$proj"
@@ -36,9 +43,9 @@ t() {  # USER ARGS...: tpurun in the project dir (its tpurun.json), state in the
   shift
   AS_USER_ENV="XDG_STATE_HOME=$(user_dir "$u")/state" as_user "$u" -C "$proj" "$TPURUN" "$@"
 }
-# The queued resources real gcloud lists in Z1: "NAME STATE" lines.
+# The queued resources real gcloud lists in a zone (Z1 by default): "NAME STATE" lines.
 gcloud_qrs() {
-  as_user alice gcloud compute tpus queued-resources list --zone $Z1 --project sim-proj \
+  as_user alice gcloud compute tpus queued-resources list --zone "${1:-$Z1}" --project sim-proj \
     --format='value(name.basename(),state.state)' | sort
 }
 fresh() {  # no queued resource, no fault; Z1 stocked out (a queued resource waits)
@@ -53,7 +60,7 @@ bg_up() {
   shift 2
   rm -f "$SCRATCH/$name.out" "$SCRATCH/$name.err"
   set -m
-  t "$u" up --poll 500ms "$@" >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" &
+  t "$u" ${bg_pod:+--pod "$bg_pod"} up --poll 500ms "$@" >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" &
   bg_pid=$!
   set +m
   on_exit "kill -INT -- -$bg_pid 2>/dev/null"
@@ -179,5 +186,27 @@ double_sigint() {
   assert_eq "$(gcloud_qrs)" "" "queued resources left"
 }
 e2e_case double_sigint "a double Ctrl-C: what up made is deleted, or named with the command that deletes it"
+
+# ------------------------------------------------------------------ finding 7
+sigkill_then_up_again() {
+  local rc err bg_pod=qkill
+  fresh
+  "$FAKEPOD" capacity stockout $Z2 >/dev/null
+  # Z1 keeps it waiting past max_queued (deleted), Z2 keeps it waiting: SIGKILL there.
+  bg_up alice kill1
+  wait_until "up to wait in $Z2" 120 said kill1 "qkill in $Z2: WAITING_FOR_RESOURCES"
+  kill -KILL "$(client_pid "$bg_pid")"
+  bg_wait kill1
+  # The next up looks where the killed one sent its create first: no second one in $Z1.
+  bg_up alice kill2 --max-queued 0
+  wait_until "the next up to find it in $Z2" 120 said kill2 "queued resource qkill in $Z2 (WAITING_FOR_RESOURCES, alice's) is there already: waiting on it"
+  kill -INT -- "-$bg_pid"
+  bg_wait kill2
+  assert_eq "$rc" 130 "$err"
+  assert_not_contains "$err" "queueing for TPU VM"
+  assert_eq "$(gcloud_qrs $Z1)" "" "a second queued resource in $Z1"
+  assert_eq "$(gcloud_qrs $Z2)" "qkill	WAITING_FOR_RESOURCES" "the killed up's queued resource in $Z2"
+}
+e2e_case sigkill_then_up_again "after a SIGKILL, the next up finds what the killed one left in its zone, and makes no second one"
 
 e2e_run

@@ -34,6 +34,7 @@ struct UpJob {
   std::chrono::seconds gcloud_timeout{600};
   std::chrono::seconds answer_timeout{300};  // for the workers to answer SSH once READY
   std::chrono::milliseconds poll{2000};
+  std::string placed_zone;  // where an earlier up recorded its VM (a create it sent): tried first
 };
 
 struct UpIo {

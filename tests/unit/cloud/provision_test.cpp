@@ -229,5 +229,36 @@ TEST_F(ProvisionTest, AnErrorThatIsNotTransientStillStops) {
   ASSERT_TRUE(r.made.has_value());  // the caller deletes it
 }
 
+TEST_F(ProvisionTest, TheZoneAnEarlierUpRecordedIsTriedFirstSoItsLeftoverIsNotDuplicated) {
+  // given: an up killed (SIGKILL) while its queued resource waited in z2 recorded z2 (issue 39, finding 7)
+  job_.labels = {{"tpurun-user", "alice"}};
+  job_.first_zone = "z2";
+  gcloud_.answers["queued-resources describe z2"] = {labelled_qr("WAITING_FOR_RESOURCES", "alice"),
+                                                      labelled_qr("ACTIVE", "alice")};
+  gcloud_.answers["tpu-vm describe z2"] = {ok(testing::kDescribeV4_32)};
+  std::vector<std::string> creating;
+  ProvisionIo io{calls_, cancel_, [&](const std::string& line) { said_.push_back(line); }, [](const std::string&) {},
+                 false, [&](const Made& m) { creating.push_back(m.where.zone); }};
+  // when
+  const ProvisionResult r = provision(job_, io);
+  // then: waited on in z2; nothing created, z1 never asked
+  ASSERT_TRUE(r.node.has_value()) << r.why;
+  EXPECT_EQ(r.where.zone, "z2");
+  EXPECT_TRUE(creating.empty());
+  EXPECT_FALSE(ran(gcloud_.calls, "z1"));
+}
+
+TEST_F(ProvisionTest, WhereACreateGoesIsToldBeforeItIsSent) {
+  gcloud_.answers["queued-resources describe z1"] = {{1, "", "NOT_FOUND: not found"}, qr("ACTIVE")};
+  gcloud_.answers["queued-resources create z1"] = {ok()};
+  gcloud_.answers["tpu-vm describe z1"] = {ok(testing::kDescribeV4_32)};
+  size_t calls_when_told = 0;
+  ProvisionIo io{calls_, cancel_, [](const std::string&) {}, [](const std::string&) {}, false,
+                 [&](const Made&) { calls_when_told = gcloud_.calls.size(); }};
+  ASSERT_TRUE(provision(job_, io).node.has_value());
+  ASSERT_EQ(calls_when_told, 1u);  // after the describe, before the create
+  EXPECT_NE(gcloud_.calls[1].find("queued-resources create"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tpurun
