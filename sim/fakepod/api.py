@@ -22,11 +22,25 @@ def check_project(c, project, perm, resource):
         raise ApiError(403, "PERMISSION_DENIED", "Permission '%s' denied on '%s'" % (perm, resource))
 
 
-def check_zone(c, zone):
+def check_zone(c, zone, method="GET"):
+    """A zone-down fault answers every request in the zone with its error;
+    `reads` only GETs (a read-rate 429: creates and deletes go through, the
+    poll of their operation and the describes do not); `after` (qr-create)
+    starts it at the next queued resource created there; `for` ends it
+    after that many seconds, as a burst of 429s or an outage does."""
     z = c.faults.get("zones", {}).get(zone)
-    if z:
-        raise ApiError(int(z.get("code", 503)), z.get("status", "UNAVAILABLE"),
-                       z.get("message", "The service is currently unavailable."))
+    if not z:
+        return
+    if z.get("after") and not z.get("since"):
+        return
+    if z.get("for") is not None and time.time() >= (z.get("since") or 0) + float(z["for"]):
+        with c.lock:
+            c.faults.get("zones", {}).pop(zone, None)
+        return
+    if z.get("reads") and method != "GET":
+        return
+    raise ApiError(int(z.get("code", 503)), z.get("status", "UNAVAILABLE"),
+                   z.get("message", "The service is currently unavailable."))
 
 
 def route(c, method, path, query, h):
@@ -84,6 +98,7 @@ def route(c, method, path, query, h):
     parent = "projects/%s/locations/%s" % (project, zone)
     if coll == "operations":
         check_project(c, project, "tpu.operations.get", parent)
+        check_zone(c, zone, method)
         op = c.ops.get("%s/operations/%s" % (parent, name))
         if op is None or method != "GET":
             raise cloud.not_found("%s/operations/%s" % (parent, name))
@@ -92,7 +107,7 @@ def route(c, method, path, query, h):
     if name is None:
         check_project(c, project, "tpu.nodes.list", parent)
         if zone != "-":
-            check_zone(c, zone)
+            check_zone(c, zone, method)
         if method == "GET":
             with c.lock:
                 nodes = [n.to_api(c.env) for n in c.nodes.values()
@@ -105,7 +120,7 @@ def route(c, method, path, query, h):
         raise ApiError(405, "INVALID_ARGUMENT", "method %s not allowed" % method)
     full = "%s/nodes/%s" % (parent, name)
     check_project(c, project, "tpu.nodes.get", full)
-    check_zone(c, zone)
+    check_zone(c, zone, method)
     with c.lock:
         node = c.node(project, zone, name)
     if verb is None and method == "GET":
@@ -157,13 +172,13 @@ def queued_route(c, method, m, query, h):
             return 200, queued.list_api(c, project, zone)
         if method == "POST":
             check_project(c, project, "tpu.queuedResources.create", parent)
-            check_zone(c, zone)
+            check_zone(c, zone, method)
             return 200, queued.create(c, project, zone, (query.get("queuedResourceId") or [""])[0], h.body(),
                                       version)
         raise ApiError(405, "INVALID_ARGUMENT", "method %s not allowed" % method)
     full = "%s/queuedResources/%s" % (parent, qid)
     check_project(c, project, "tpu.queuedResources.get", full)
-    check_zone(c, zone)
+    check_zone(c, zone, method)
     with c.lock:
         q = queued.get(c, full)
         if verb is None and method == "GET":

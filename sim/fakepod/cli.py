@@ -39,7 +39,8 @@ USAGE = """usage: fakepod up N            start (or restore) the default pod: no
                                0 ends the hold
        fakepod qr list
        (fakepod preempt NODE on a QR's node: the node goes PREEMPTED, its QR SUSPENDING -> SUSPENDED)
-       fakepod fault zone-down Z [--code N --status S --message M] | zone-up Z
+       fakepod fault zone-down Z [--code N --status S --message M] [--reads] [--after qr-create] [--for S]
+                         | zone-up Z
        fakepod fault latency SECONDS | delay VERB SECONDS | new-ips on|off
                                VERB: create delete stop start update qr-create qr-delete qr-suspend
        fakepod fault agent-order random|metadata | clear   (clear: also capacity and qr fail-next/hold)

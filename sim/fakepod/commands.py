@@ -540,14 +540,15 @@ def cmd_node_add(args):
 def cmd_fault(args):
     env = env_or_die()
     need_root()
-    pos, o = parse_opts(args, set(), {"code", "status", "message"})
+    pos, o = parse_opts(args, {"reads"}, {"code", "status", "message", "for", "after"})
     if not pos:
-        die("usage: fakepod fault zone-down Z | zone-up Z | latency S | delay VERB S | new-ips on|off | "
+        die("usage: fakepod fault zone-down Z [--reads] [--after qr-create] [--for S] | zone-up Z | latency S | delay VERB S | new-ips on|off | "
             "agent-order random|metadata | clear", 2)
     what = pos[0]
     body = {"what": what}
     if what in ("zone-down", "zone-up"):
-        body.update(zone=pos[1], code=o.get("code"), status=o.get("status"), message=o.get("message"))
+        body.update(zone=pos[1], code=o.get("code"), status=o.get("status"), message=o.get("message"),
+                    reads=bool(o.get("reads")), after=o.get("after"), **{"for": o.get("for")})
     elif what == "latency":
         body["seconds"] = pos[1]
     elif what == "delay":

@@ -101,9 +101,19 @@ def route(c, method, path, query, h):
         what = req["what"]
         with c.lock:
             if what == "zone-down":
-                c.faults.setdefault("zones", {})[req["zone"]] = {
-                    "code": int(req.get("code") or 503), "status": req.get("status") or "UNAVAILABLE",
-                    "message": req.get("message") or "The service is currently unavailable."}
+                z = {"code": int(req.get("code") or 503), "status": req.get("status") or "UNAVAILABLE",
+                     "message": req.get("message") or "The service is currently unavailable."}
+                if req.get("reads"):
+                    z["reads"] = True
+                if req.get("after"):
+                    if req["after"] != "qr-create":
+                        raise ApiError(400, "INVALID_ARGUMENT", "--after takes qr-create, not %r" % req["after"])
+                    z["after"] = req["after"]
+                else:
+                    z["since"] = time.time()
+                if req.get("for") is not None:
+                    z["for"] = float(req["for"])
+                c.faults.setdefault("zones", {})[req["zone"]] = z
             elif what == "zone-up":
                 c.faults.get("zones", {}).pop(req["zone"], None)
             elif what == "latency":

@@ -171,6 +171,11 @@ def create(c, project, zone, qid, body, version):
         qrsched.set_state(q, "CREATING")
         c.qrs[full] = q
         c.ops[op["name"]] = op
+        # A zone fault armed by a create (`fault zone-down Z --after qr-create`)
+        # starts now: the create is accepted, what follows it is refused.
+        zf = c.faults.get("zones", {}).get(zone)
+        if zf and zf.get("after") == "qr-create" and not zf.get("since"):
+            zf["since"] = time.time()
     c.changed()
     qrsched.kick(c)
     return op

@@ -231,5 +231,43 @@ class CapacityTest(CloudTest):
         self.assertEqual(capacity.usage(self.c), {Z: {"standard": {"v4-8": 1}}})
 
 
+class ZoneFaultTest(CloudTest):
+    """`fault zone-down` as a rate limit or an outage: the API's answers, not tpurun's."""
+
+    class Body:
+        def __init__(self, req):
+            self.req = req
+
+        def body(self):
+            return self.req
+
+    def fault(self, **req):
+        from fakepod import control
+        return control.route(self.c, "POST", "/fault", {}, self.Body(dict(req, what="zone-down")))
+
+    def test_a_read_429_armed_by_a_create_refuses_the_poll_but_the_resource_is_made(self):
+        self.fault(zone=Z, code=429, status="RESOURCE_EXHAUSTED", message="Quota exceeded for quota metric "
+                   "'Read requests'", reads=True, after="qr-create", **{"for": 0.5})
+        self.assertEqual(self.call("GET", base() + "/queuedResources/q0")[0], 404)  # not armed yet
+        op = self.create_qr("q1")                                                  # the POST goes through
+        st, e = self.call("GET", "/v2/" + op["name"])                              # gcloud's poll does not
+        self.assertEqual((st, e["error"]["status"]), (429, "RESOURCE_EXHAUSTED"))
+        self.assertEqual(self.call("GET", base() + "/queuedResources/q1")[0], 429)
+        self.assertIn(Z, self.c.faults["zones"])
+        # it ends by itself, and what the create made is there
+        self.until("the 429s to end", lambda: self.call("GET", base() + "/queuedResources/q1")[0] == 200)
+        self.assertNotIn(Z, self.c.faults.get("zones", {}))
+        self.assertIsNotNone(self.qr("q1"))
+
+    def test_an_outage_for_some_seconds_then_answers_again(self):
+        self.fault(zone=ZONE2, code=503, **{"for": 0.3})
+        self.create_qr("q1")
+        self.assertEqual(self.call("GET", base(ZONE2) + "/queuedResources/q1")[0], 503)
+        st, _ = self.call("POST", base(ZONE2) + "/queuedResources?queuedResourceId=q2", qr_body(zone=ZONE2))
+        self.assertEqual(st, 503)  # not only reads
+        self.assertIsNotNone(self.qr_state("q1"))  # the other zone answers
+        self.until("the outage to end", lambda: self.call("GET", base(ZONE2) + "/queuedResources/q1")[0] == 404)
+
+
 if __name__ == "__main__":
     unittest.main()

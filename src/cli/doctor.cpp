@@ -26,7 +26,7 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
   Target target;
   try {
     PodRequest request = ctx.pod_request;
-    request.describe_fresh = true;  // what gcloud says now, not a kept answer
+    request.describe_fresh = !o.after_up;  // what gcloud says now, not a kept answer (up's is seconds old)
     target = select_workers(load_pod(request, ctx.env, ctx.processes), o.target.workers);
   } catch (const ConfigError&) {
     throw;  // the config itself is wrong: file:line says where
@@ -42,7 +42,7 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
   printer.progress(fmt::format("checking {}...", count_of(target.workers.size(), "worker")));
   DoctorProbe probe;
-  const LocalFacts local = gather_local_facts(target.pod, ctx, probe);
+  const LocalFacts local = gather_local_facts(target.pod, ctx, probe, !o.after_up);
   auto transport = ctx.make_transport(target.pod);
   const auto workers = gather_worker_facts(target.workers, *transport, o.target.fanout, ctx.cancel, probe);
   remove_probe(probe);

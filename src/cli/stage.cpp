@@ -258,7 +258,8 @@ int run_stage(const StageOptions& o, Context& ctx) {
   const int code = follow_to_end(run.record, run.record.workers, printer, ctx, o.raw);
   if (!o.down) return code;
   if (ctx.cancel.cancelled()) {
-    printer.note("--down: not deleting the TPU VM: you detached, and the run goes on");
+    printer.note(fmt::format("--down: not deleting the TPU VM: following was {}, and the run goes on; `tpurun down "
+                             "--yes` deletes the TPU VM once it has ended (`tpurun runs` says when)", interrupted_by()));
     return code;
   }
   printer.note(fmt::format("--down: run {} has ended (exit {}); deleting the pod's TPU VM", run.record.run_id, code));

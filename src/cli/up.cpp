@@ -29,6 +29,10 @@ UpJob make_job(const PodConfig& pod, const UpOptions& o, Context& ctx) {
   }
   job.poll = parse_duration(o.poll);
   if (job.poll.count() <= 0) throw UsageError("--poll must be positive");
+  if (!o.ready_timeout.empty()) {
+    job.ready_timeout = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(o.ready_timeout));
+    if (job.ready_timeout.count() <= 0) throw UsageError("--ready-timeout must be at least 1s");
+  }
   return job;
 }
 
@@ -37,6 +41,7 @@ int finish(const UpJob& job, const UpResult& r, LinePrinter& printer, Context& c
   if (!r.ok) {
     printer.note(fmt::format("up {}: {}", r.cancelled ? "interrupted" : "failed", r.why));
     if (!r.fix.empty()) printer.note("  fix: " + r.fix);
+    if (!r.left.empty()) printer.note("  left: " + r.left);
     return r.cancelled ? interrupt_exit_code() : 1;
   }
   if (r.node) keep_describe(GcloudSpec{job.gcloud.name, r.zone, job.gcloud.project, job.gcloud.internal_ip}, *r.node,
@@ -44,6 +49,7 @@ int finish(const UpJob& job, const UpResult& r, LinePrinter& printer, Context& c
   const auto doctor_start = std::chrono::steady_clock::now();
   DoctorOptions doctor;
   doctor.target.fanout = job.fanout;
+  doctor.after_up = r.node.has_value();
   const int doctor_exit = run_doctor(doctor, ctx);
   const double doctor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - doctor_start).count();
   const std::string where = fmt::format("TPU VM {} in {}{}", job.gcloud.name, r.zone,
@@ -76,6 +82,7 @@ CLI::App* register_up(CLI::App& app, UpOptions& o) {
                   "How long one zone may keep the queued resource waiting before the next zone (default: "
                   "create.max_queued; 0: no limit)");
   cmd->add_option("--poll", o.poll, "How often to ask gcloud while waiting")->group("");
+  cmd->add_option("--ready-timeout", o.ready_timeout, "How long a queued resource may stay PROVISIONING")->group("");
   cmd->add_option("--fanout", o.fanout, "At most this many workers at once")->default_str("64")->check(CLI::Range(1, 4096));
   cmd->footer(help::kUp);
   return cmd;
@@ -98,7 +105,7 @@ int run_up(const UpOptions& o, Context& ctx) {
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
   auto transport = ctx.make_transport(pod);
   UpIo io{ctx.processes, *transport, ctx.env, ctx.cancel, [&](const std::string& line) { printer.note(line); },
-          [&](const std::string& line) { printer.progress(line); }};
+          [&](const std::string& line) { printer.progress(line); }, ctx.err_is_tty};
 
   const TpuNode now = describe_node_or_gone(pod.name, *pod.gcloud, ctx.processes);
   if (now.ready() && !now.workers.empty()) {
@@ -124,6 +131,9 @@ int run_up(const UpOptions& o, Context& ctx) {
                            job.create.accelerator_type, create_tier(job.create),
                            job.create.queued ? "through a queued resource" : "with tpu-vm create",
                            fmt::join(job.create.zones, ", then ")));
+  if (!job.placed_zone.empty() && job.placed_zone != job.create.zones.front()) {
+    printer.note(fmt::format("{} first: an earlier up of yours sent its create there", job.placed_zone));
+  }
   const UpResult r = bring_up(job, io);
   return finish(job, r, printer, ctx, true);
 }

@@ -12,6 +12,7 @@ struct UpOptions {
   bool setup = false;  // on a READY pod: run the setup again
   std::string max_queued;  // "30m": overrides create.max_queued
   std::string poll = "2s";  // how often gcloud is asked while waiting (hidden)
+  std::string ready_timeout;  // how long PROVISIONING may take (hidden; default 30m)
   int fanout = 64;
 };
 

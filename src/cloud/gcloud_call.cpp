@@ -4,6 +4,7 @@
 
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/util/duration.hpp"
@@ -53,6 +54,17 @@ std::string gcloud_said(const ProcessResult& r) {
   }
   if (said.size() > 400) said = said.substr(0, 397) + "...";
   return fmt::format("exit {}{}", r.exit_code, said.empty() ? "" : ": " + said);
+}
+
+bool is_transient(const ProcessResult& r) {
+  if (r.exit_code == 0) return false;
+  if (r.timed_out || r.exit_code == 124) return true;
+  // gcloud prints an HTTP error as "HTTPError 503: ...", "HttpError accessing
+  // <...>: response: <{'status': '503', ...}>" or the error's JSON ("code": 503).
+  static const std::regex kTransient(
+      R"((HTTPError |Error |'status': '|"code": |status=)(429|500|502|503|504)\b|RESOURCE_EXHAUSTED|UNAVAILABLE|)"
+      R"(DEADLINE_EXCEEDED|[Tt]imed out|Connection reset|Connection aborted|RemoteDisconnected|Max retries exceeded)");
+  return std::regex_search(r.err, kTransient);
 }
 
 CreateFailure classify_create_failure(const std::string& e) {

@@ -29,6 +29,11 @@ struct GcloudCalls {
 // gcloud's last words, on one line: "exit 1: ERROR: (gcloud...) ...".
 std::string gcloud_said(const ProcessResult& r);
 
+// A failure worth trying again, the same call, after a while: a rate limit
+// (429), a server error (500, 502, 503, 504), a timeout or a dropped
+// connection. Not NOT_FOUND, a refusal or a bad request.
+bool is_transient(const ProcessResult& r);
+
 // What a failed `tpu-vm create` means for `up`.
 enum class CreateFailure {
   capacity,     // code 8 "There is no more capacity in the zone": the next zone

@@ -10,9 +10,12 @@
 #include <fmt/ranges.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <thread>
 
+#include "owner_rule.hpp"
+#include "queue_wait.hpp"
 #include "tpurun/pod/queued_resource.hpp"
 #include "tpurun/pod/tpu_recreate.hpp"
 #include "tpurun/transport/shell_quote.hpp"
@@ -24,9 +27,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-long long seconds_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - t).count();
-}
+long long seconds_of(Clock::duration d) { return std::chrono::duration_cast<std::chrono::seconds>(d).count(); }
 
 TpuVmShape shape_of(const ProvisionJob& job) { return shape_of_create(job.gcloud, job.create, job.labels); }
 
@@ -59,13 +60,18 @@ class Provision {
       return std::move(result_);
     }
     std::vector<std::string> reasons;
-    for (size_t i = 0; i < job_.create.zones.size(); ++i) {
+    std::vector<std::string> zones = job_.create.zones;
+    if (auto it = std::find(zones.begin(), zones.end(), job_.first_zone); it != zones.end()) {
+      std::rotate(zones.begin(), it, it + 1);  // that zone first, the others in their order
+    }
+    for (size_t i = 0; i < zones.size(); ++i) {
       GcloudSpec where = job_.gcloud;
-      where.zone = job_.create.zones[i];
+      where.zone = zones[i];
+      where_ = where;
       const std::string reason = job_.create.queued ? queued_in(where) : plain_in(where);
       if (result_.node || result_.cancelled || stopped_) return std::move(result_);
       reasons.push_back(fmt::format("{}: {}", where.zone, reason));
-      if (i + 1 < job_.create.zones.size()) io_.say(fmt::format("{}; trying {}", reason, job_.create.zones[i + 1]));
+      if (i + 1 < zones.size()) io_.say(fmt::format("{}; trying {}", reason, zones[i + 1]));
     }
     result_.why = reasons.size() == 1 ? reasons.front()
                                       : fmt::format("no zone gave a TPU VM: {}", fmt::join(reasons, "; "));
@@ -85,14 +91,15 @@ class Provision {
     const auto argv = plain_create_argv(job_, where);
     if (auto error = io_.gcloud.audit("tpu-vm-create", where, argv)) return stop(*error);
     io_.say(fmt::format("creating TPU VM {} in {}: {}", where.name, where.zone, shell_display(argv)));
-    result_.made = Made{where, false, "CREATING"};
+    set_made(Made{where, false, "CREATING"});
+    io_.creating(*result_.made);
     io_.status(fmt::format("TPU VM {} in {}: creating", where.name, where.zone));
     const ProcessResult r = io_.gcloud.run(argv, job_.ready_timeout, io_.cancel);
     if (io_.cancel.cancelled()) return cancelled();
     if (r.exit_code != 0) {
       const CreateFailure failure = classify_create_failure(r.err);
       // Refused before anything was made (quota, permission): nothing to delete.
-      if (failure == CreateFailure::quota || failure == CreateFailure::permission) result_.made.reset();
+      if (failure == CreateFailure::quota || failure == CreateFailure::permission) set_made(std::nullopt);
       if (!tries_next_zone(failure)) {
         return stop(fmt::format("gcloud could not create TPU VM {} in {}: {}", where.name, where.zone, gcloud_said(r)),
                     create_failure_fix(failure, where));
@@ -100,7 +107,7 @@ class Provision {
       // A failed create leaves no VM behind, but one it left half-made goes too.
       std::string error;
       if (!delete_made(*result_.made, io_.gcloud, job_.gcloud_timeout, error)) return stop(error);
-      result_.made.reset();
+      set_made(std::nullopt);
       return gcloud_said(r);
     }
     return wait_node(where);
@@ -109,70 +116,143 @@ class Provision {
   std::string queued_in(const GcloudSpec& where) {
     QueuedResource qr = describe_qr(where);
     if (qr.state == "DESCRIBE_FAILED") return stop(qr.error);
-    if (qr.state != "NOT_FOUND" && (qr.pending() || qr.state == "ACTIVE")) {
-      io_.say(fmt::format("queued resource {} in {} is {} already: waiting on it", where.name, where.zone, qr.state));
-    } else {
-      if (qr.state != "NOT_FOUND") {
+    switch (on_found(qr, caller_label())) {
+      case FoundAction::refuse:
+        return stop(fmt::format("{} is there already: this up neither waits on it nor deletes it{}", found_text(qr, where.zone),
+                                qr.error.empty() ? "" : " (" + qr.error + ")"),
+                    labelled_owner(qr).empty() ? fmt::format("`{}` deletes it, if it is yours to delete",
+                                                             shell_display(gcloud_qr_delete_argv(where, true)))
+                                               : fmt::format("ask {} (`tpurun down` as them deletes it), or give the "
+                                                             "pod's TPU VM another name", labelled_owner(qr)));
+      case FoundAction::wait:
+        // Found, not made: waited on, and left in place whatever happens.
+        io_.say(fmt::format("{} is there already: waiting on it (this up did not make it, and will not delete it)",
+                            found_text(qr, where.zone)));
+        result_.found = Made{where, true, qr.state};
+        return wait_queued(where);
+      case FoundAction::delete_first: {
         io_.say(fmt::format("queued resource {} in {} is {} from before{}: deleting it first", where.name, where.zone,
                             qr.state, qr.error.empty() ? "" : " (" + qr.error + ")"));
-        Made old{where, true, qr.state};
         std::string error;
-        if (!delete_made(old, io_.gcloud, job_.gcloud_timeout, error)) return stop(error);
+        if (!delete_made(Made{where, true, qr.state}, io_.gcloud, job_.gcloud_timeout, error)) return stop(error);
+        break;
       }
-      const auto argv = gcloud_qr_create_argv(where, shape_of(job_), queued_options_of(job_.create), job_.metadata_dir);
-      if (auto error = io_.gcloud.audit("queued-resource-create", where, argv)) return stop(*error);
-      io_.say(fmt::format("queueing for TPU VM {} in {}: {}", where.name, where.zone, shell_display(argv)));
-      result_.made = Made{where, true, "CREATING"};
-      const ProcessResult r = io_.gcloud.run(argv, job_.gcloud_timeout, io_.cancel);
-      if (io_.cancel.cancelled()) return cancelled();
-      if (r.exit_code != 0) {
-        const CreateFailure failure = classify_create_failure(r.err);
-        result_.made.reset();
-        if (tries_next_zone(failure)) return gcloud_said(r);
-        return stop(fmt::format("gcloud could not create queued resource {} in {}: {}", where.name, where.zone,
-                                gcloud_said(r)),
-                    create_failure_fix(failure, where));
+      case FoundAction::create:
+        break;
+    }
+    const auto argv = gcloud_qr_create_argv(where, shape_of(job_), queued_options_of(job_.create), job_.metadata_dir);
+    if (auto error = io_.gcloud.audit("queued-resource-create", where, argv)) return stop(*error);
+    io_.say(fmt::format("queueing for TPU VM {} in {}: {}", where.name, where.zone, shell_display(argv)));
+    // Not cancelled: a create stopped half-way may still be made by the API,
+    // and only its answer says what there is to delete.
+    set_made(Made{where, true, "CREATING"});
+    io_.creating(*result_.made);
+    const ProcessResult r = io_.gcloud.run(argv, job_.gcloud_timeout, CancelToken());
+    if (r.exit_code != 0) {
+      // The API may have made it all the same (a 429 or a 503 on gcloud's
+      // poll of the operation): what exists decides.
+      const QueuedResource after = describe_qr(where);
+      if (after.state == "DESCRIBE_FAILED") return stop(fmt::format("gcloud's create said {}, and {}", gcloud_said(r), after.error));
+      switch (after_create_error(after, r.err, caller_label())) {
+        case AfterCreateError::made:
+          io_.say(fmt::format("gcloud's create said {}, but queued resource {} in {} is there ({}): this up made it",
+                              gcloud_said(r), where.name, where.zone, after.state));
+          break;
+        case AfterCreateError::not_ours:
+          set_made(std::nullopt);
+          return stop(fmt::format("gcloud could not create queued resource {} in {} ({}), and {} is there: this up "
+                                  "neither waits on it nor deletes it", where.name, where.zone, gcloud_said(r),
+                                  found_text(after, where.zone)));
+        case AfterCreateError::nothing_made: {
+          set_made(std::nullopt);
+          const CreateFailure failure = classify_create_failure(r.err);
+          if (tries_next_zone(failure)) return gcloud_said(r);
+          return stop(fmt::format("gcloud could not create queued resource {} in {}: {}", where.name, where.zone,
+                                  gcloud_said(r)),
+                      create_failure_fix(failure, where));
+        }
       }
     }
-    result_.made = Made{where, true, qr.state};
+    if (io_.cancel.cancelled()) return cancelled();
     return wait_queued(where);
   }
 
+  std::string caller_label() const {
+    auto it = job_.labels.find("tpurun-user");
+    return it == job_.labels.end() ? "" : it->second;
+  }
+
+  void set_made(std::optional<Made> made) {
+    result_.made = std::move(made);
+    set_interrupt_last_words(result_.made ? "tpurun: " + left_behind_text(*result_.made) + "\n" : "");
+  }
+
+  // A describe, tried again with backoff while the API answers with a
+  // transient error (429, 5xx, a timeout): one bad answer never gives up the
+  // place in the queue. DESCRIBE_FAILED (qr.error) once it lasted too long
+  // or was not transient.
   QueuedResource describe_qr(const GcloudSpec& where) {
-    const ProcessResult r = io_.gcloud.run(gcloud_qr_describe_argv(where), std::chrono::seconds(120), CancelToken());
-    QueuedResource qr;
-    if (r.exit_code != 0 && is_not_found(r.err)) {
-      qr.state = "NOT_FOUND";
+    Backoff backoff(job_.retry_first, std::chrono::milliseconds(30000), job_.transient_limit);
+    for (;;) {
+      const ProcessResult r = io_.gcloud.run(gcloud_qr_describe_argv(where), std::chrono::seconds(120), CancelToken());
+      QueuedResource qr;
+      if (r.exit_code != 0 && is_not_found(r.err)) {
+        qr.state = "NOT_FOUND";
+        return qr;
+      }
+      try {
+        if (r.exit_code == 0) return parse_queued_resource(r.out);
+      } catch (const std::exception& e) {
+        qr.error = e.what();
+      }
+      const auto wait = is_transient(r) && !io_.cancel.cancelled() ? backoff.failed(Clock::now()) : std::nullopt;
+      if (wait) {
+        io_.say(fmt::format("gcloud could not describe queued resource {} ({}): trying again in {}", where.name,
+                            gcloud_said(r), format_duration_ms(wait->count())));
+        if (pause(*wait)) continue;
+      }
+      qr.state = "DESCRIBE_FAILED";
+      if (qr.error.empty()) qr.error = "gcloud could not describe queued resource " + where.name + ": " + gcloud_said(r);
       return qr;
     }
-    try {
-      if (r.exit_code == 0) return parse_queued_resource(r.out);
-    } catch (const std::exception& e) {
-      qr.error = e.what();
+  }
+
+  // Sleeps `d`, false at once when cancelled.
+  bool pause(std::chrono::milliseconds d) {
+    const auto until = Clock::now() + d;
+    while (Clock::now() < until) {
+      if (io_.cancel.cancelled()) return false;
+      std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(100)));
     }
-    qr.state = "DESCRIBE_FAILED";
-    if (qr.error.empty()) qr.error = "gcloud could not describe queued resource " + where.name + ": " + gcloud_said(r);
-    return qr;
+    return !io_.cancel.cancelled();
   }
 
   std::string wait_queued(const GcloudSpec& where) {
-    const auto start = Clock::now();
-    auto entered = start;
-    std::string last;
+    QueueWaitLimits limits;
+    limits.max_queued = job_.max_queued;
+    limits.ready_timeout = job_.ready_timeout;
+    limits.poll = job_.poll;
+    limits.poll_max = std::min(std::chrono::milliseconds(30000), job_.poll * 15);
+    limits.heartbeat = io_.live_status ? std::chrono::seconds(0) : job_.heartbeat;
+    QueueWait wait(limits, Clock::now());
     for (;;) {
       if (io_.cancel.cancelled()) return cancelled();
       QueuedResource qr = describe_qr(where);
+      if (io_.cancel.cancelled()) return cancelled();
       if (qr.state == "DESCRIBE_FAILED") return stop(qr.error);
-      if (qr.state != last) {
-        entered = Clock::now();
+      const auto now = Clock::now();
+      if (wait.seen(qr.state, now)) {
         io_.say(fmt::format("queued resource {} in {}: {}", where.name, where.zone, qr.state));
-        last = qr.state;
+      } else if (wait.heartbeat_due(now)) {
+        io_.say(fmt::format("queued resource {} in {}: still {} after {}", where.name, where.zone, qr.state,
+                            format_age(seconds_of(wait.in_state(now)))));
       }
-      result_.made->state = qr.state;
+      if (result_.made) result_.made->state = qr.state;
+      if (result_.found) result_.found->state = qr.state;
       io_.status(fmt::format("queued resource {} in {}: {} for {}", where.name, where.zone, qr.state,
-                             format_age(seconds_since(entered))));
+                             format_age(seconds_of(wait.in_state(now)))));
       if (qr.state == "NOT_FOUND") {
-        result_.made.reset();
+        set_made(std::nullopt);
         return "the queued resource was deleted while tpurun waited on it";
       }
       if (qr.state == "FAILED" || qr.state == "SUSPENDED" || qr.state == "SUSPENDING") {
@@ -185,25 +265,32 @@ class Provision {
           result_.queued_resource = where.name;
           return "";
         }
-      } else if (qr.state != "PROVISIONING" && job_.max_queued.count() > 0 &&
-                 Clock::now() - start > job_.max_queued) {
+      }
+      if (wait.over_max_queued(now)) {
         return give_up_zone(fmt::format("queued resource {} waited {} in {} ({} is the limit: \"max_queued\", --max-queued)",
-                                        where.name, format_age(seconds_since(start)), qr.state,
+                                        where.name, format_age(seconds_of(wait.queued_for(now))), qr.state,
                                         format_age(job_.max_queued.count())));
       }
-      if (Clock::now() - start > job_.ready_timeout && qr.state == "PROVISIONING") {
-        return give_up_zone(fmt::format("queued resource {} is still PROVISIONING after {}", where.name,
-                                        format_age(job_.ready_timeout.count())));
+      if (wait.over_ready_timeout(now)) {
+        return give_up_zone(fmt::format("queued resource {} is still {} after {} since it began PROVISIONING", where.name,
+                                        qr.state, format_age(job_.ready_timeout.count())));
       }
-      std::this_thread::sleep_for(job_.poll);
+      if (!pause(wait.next_poll())) return cancelled();
     }
   }
 
+  // This zone's queued resource will not do: deleted when this up made it;
+  // one it found is left alone, named, and `up` stops (another zone would
+  // make a second VM of the same name).
   std::string give_up_zone(const std::string& why) {
+    if (!result_.made) {
+      return stop(fmt::format("{}: this up did not make it, so it is left in place", why),
+                  fmt::format("`{}` deletes it", shell_display(gcloud_qr_delete_argv(where_, true))));
+    }
     io_.say(fmt::format("{}: deleting it (--force)", why));
     std::string error;
     if (!delete_made(*result_.made, io_.gcloud, job_.gcloud_timeout, error)) return stop(error);
-    result_.made.reset();
+    set_made(std::nullopt);
     return why;
   }
 
@@ -244,6 +331,7 @@ class Provision {
   ProvisionIo& io_;
   ProvisionResult result_;
   bool stopped_ = false;
+  GcloudSpec where_;  // the zone being tried
 };
 
 }  // namespace
@@ -256,13 +344,30 @@ bool delete_made(const Made& made, const GcloudCalls& gcloud, std::chrono::secon
     error = *e;
     return false;
   }
-  // Not cancellable: this is what a Ctrl-C asked for.
-  const ProcessResult r = gcloud.run(argv, limit, CancelToken());
-  if (r.exit_code == 0 || is_not_found(r.err)) return true;
-  error = fmt::format("gcloud could not delete {} {} in {}: {} (`{}` again, by hand)",
-                      made.queued ? "queued resource" : "TPU VM", made.where.name, made.where.zone, gcloud_said(r),
-                      shell_display(argv));
-  return false;
+  // Not cancellable: this is what a Ctrl-C asked for. A transient error (a
+  // 429, an outage) is tried again, with backoff, for `limit`.
+  Backoff backoff(std::chrono::milliseconds(2000), std::chrono::milliseconds(30000), limit);
+  for (;;) {
+    const ProcessResult r = gcloud.run(argv, limit, CancelToken());
+    if (r.exit_code == 0 || is_not_found(r.err)) return true;
+    // A delete the API took before an error reached gcloud: it is going.
+    if (made.queued && r.err.find("state is DELETING") != std::string::npos) return true;
+    const auto wait = is_transient(r) ? backoff.failed(std::chrono::steady_clock::now()) : std::nullopt;
+    if (wait) {
+      std::this_thread::sleep_for(*wait);
+      continue;
+    }
+    error = fmt::format("gcloud could not delete {} {} in {}: {} (`{}` again, by hand)",
+                        made.queued ? "queued resource" : "TPU VM", made.where.name, made.where.zone, gcloud_said(r),
+                        shell_display(argv));
+    return false;
+  }
+}
+
+std::string left_behind_text(const Made& made) {
+  const auto argv = made.queued ? gcloud_qr_delete_argv(made.where, true) : gcloud_delete_argv(made.where);
+  return fmt::format("{} {} in {} was made by this up and may be left: `{}` deletes it",
+                     made.queued ? "queued resource" : "TPU VM", made.where.name, made.where.zone, shell_display(argv));
 }
 
 std::vector<std::vector<std::string>> provision_commands(const ProvisionJob& job, const std::string& zone) {

@@ -25,6 +25,10 @@ struct ProvisionJob {
   std::chrono::seconds ready_timeout{1800};
   std::chrono::seconds gcloud_timeout{600};
   std::chrono::milliseconds poll{2000};
+  std::chrono::seconds heartbeat{300};        // a line this often while waiting, without a live status line
+  std::chrono::seconds transient_limit{600};  // how long describes may fail with 429/5xx before up gives up
+  std::chrono::milliseconds retry_first{2000};  // the first wait before trying again after one
+  std::string first_zone;  // one of create.zones tried first ("" for their order): where an earlier up made one
 };
 
 // What this `up` created and has not deleted: a queued resource (its node goes with it) or a node.
@@ -39,6 +43,10 @@ struct ProvisionIo {
   const CancelToken& cancel;
   std::function<void(const std::string&)> say;     // a line
   std::function<void(const std::string&)> status;  // the live status line, redrawn in place
+  bool live_status = false;                        // status is seen (a terminal): no heartbeat lines
+  // Called before each create is sent: where it will be (so that after a
+  // SIGKILL the next up, status and down look there first).
+  std::function<void(const Made&)> creating = [](const Made&) {};
 };
 
 struct ProvisionResult {
@@ -46,6 +54,7 @@ struct ProvisionResult {
   GcloudSpec where;             // the zone it is in
   std::string queued_resource;  // short name, when one made it
   std::optional<Made> made;
+  std::optional<Made> found;  // a queued resource waited on that this up did not make: never deleted by it
   std::string why;  // no node: why (every zone's reason, or the error)
   std::string fix;
   bool cancelled = false;
@@ -57,6 +66,9 @@ ProvisionResult provision(const ProvisionJob& job, ProvisionIo& io);
 // Deletes what `made` names (a queued resource with --force), ignoring "not
 // found"; false (and `error`) when gcloud could not.
 bool delete_made(const Made& made, const GcloudCalls& gcloud, std::chrono::seconds limit, std::string& error);
+
+// "queued resource X in Z was made by this up and may be left: `gcloud ... delete ...` deletes it".
+std::string left_behind_text(const Made& made);
 
 // The gcloud commands `up` would run in one zone, for --dry-run.
 std::vector<std::vector<std::string>> provision_commands(const ProvisionJob& job, const std::string& zone);

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <thread>
 
+#include "owner_rule.hpp"
 #include "provision.hpp"
 #include "tpurun/cloud/pod_setup.hpp"
 #include "tpurun/fanout/fanout.hpp"
@@ -49,6 +50,7 @@ ProvisionJob provision_job(const UpJob& job) {
   p.ready_timeout = job.ready_timeout;
   p.gcloud_timeout = job.gcloud_timeout;
   p.poll = job.poll;
+  p.first_zone = job.placed_zone;
   return p;
 }
 
@@ -59,12 +61,13 @@ class Up {
 
   UpResult run() {
     const auto start = Clock::now();
-    ProvisionIo pio{gcloud_, io_.cancel, io_.say, io_.status};
+    ProvisionIo pio{gcloud_, io_.cancel, io_.say, io_.status, io_.live_status, [&](const Made& m) { placing(m); }};
     ProvisionResult p = provision(provision_job(job_), pio);
     made_ = p.made;
+    found_ = p.found;
     if (!p.node) {
       result_.cancelled = p.cancelled;
-      result_.why = p.cancelled ? "interrupted" : p.why;
+      result_.why = p.cancelled ? interrupted_by() : p.why;
       result_.fix = p.fix;
       clean_up();
       return std::move(result_);
@@ -80,6 +83,7 @@ class Up {
                           job_.gcloud.name, e.what(), job_.gcloud.zone));
     }
     if (!prepare(p.where, *p.node, true)) clean_up();
+    if (result_.ok) set_interrupt_last_words("");
     return std::move(result_);
   }
 
@@ -99,7 +103,7 @@ class Up {
 
  private:
   bool failed(const std::string& why) {
-    result_.why = io_.cancel.cancelled() ? "interrupted" : why;
+    result_.why = io_.cancel.cancelled() ? interrupted_by() : why;
     result_.cancelled = io_.cancel.cancelled();
     return false;
   }
@@ -171,21 +175,42 @@ class Up {
     return true;
   }
 
+  // Where the create goes, recorded before it is sent: after a SIGKILL the
+  // next up (that zone first), status and down look there.
+  void placing(const Made& m) {
+    try {
+      keep_placement(job_.gcloud, Placement{m.where.zone, m.queued ? m.where.name : "",
+                                            format_utc_time(std::chrono::system_clock::now())},
+                     io_.env);
+    } catch (const std::exception&) {
+      // Only a hint for later commands: the create goes on without it.
+    }
+  }
+
   void clean_up() {
+    if (!made_ && !found_) forget_placement(job_.gcloud, io_.env);  // nothing of this up is there
+    if (!made_ && found_) {
+      io_.say(fmt::format("left in place: queued resource {} in {} ({}): this up found it, and did not make it",
+                          found_->where.name, found_->where.zone, found_->state));
+    }
     if (!made_) return;
     const std::string what = made_->queued ? fmt::format("queued resource {} in {} ({})", made_->where.name,
                                                          made_->where.zone, made_->state)
                                            : fmt::format("TPU VM {} in {}", made_->where.name, made_->where.zone);
     if (job_.keep) {
       io_.say(fmt::format("left in place (--keep): {}; `tpurun down` deletes it", what));
+      set_interrupt_last_words("");
       return;
     }
     io_.say(fmt::format("deleting what this up made: {}{}", what, made_->queued ? ", with --force" : ""));
     std::string error;
     if (!delete_made(*made_, gcloud_, job_.gcloud_timeout, error)) {
       io_.say("error: " + error);
+      io_.say("left: " + left_behind_text(*made_));
+      result_.left = left_behind_text(*made_);
       return;
     }
+    set_interrupt_last_words("");
     forget_placement(job_.gcloud, io_.env);
     io_.say(fmt::format("deleted: {}; nothing of this up is left", what));
   }
@@ -194,6 +219,7 @@ class Up {
   UpIo& io_;
   GcloudCalls gcloud_;
   std::optional<Made> made_;
+  std::optional<Made> found_;
   UpResult result_;
 };
 
@@ -219,6 +245,7 @@ UpJob up_job_for(const PodConfig& pod, const Environment& env) {
   job.state_dir = state_dir(env);
   job.audit_path = default_audit_path(env);
   job.max_queued = job.create.max_queued;
+  if (auto placed = read_placement(*pod.gcloud, env)) job.placed_zone = placed->zone;
   return job;
 }
 
@@ -262,14 +289,7 @@ std::vector<std::string> up_plan(const UpJob& job) {
   return lines;
 }
 
-std::map<std::string, std::string> up_labels(const std::string& user) {
-  std::string value;
-  for (char c : user) {
-    const auto u = static_cast<unsigned char>(c);
-    value.push_back(std::isalnum(u) ? static_cast<char>(std::tolower(u)) : (c == '-' ? '-' : '_'));
-  }
-  return {{kUserLabel, value.substr(0, 63)}};
-}
+std::map<std::string, std::string> up_labels(const std::string& user) { return {{kUserLabel, owner_label_of(user)}}; }
 
 std::string made_by(const std::string& describe_json) {
   try {

@@ -51,12 +51,12 @@ std::vector<std::string> gcloud_problems(const PodConfig& pod, ProcessRunner& pr
 
 }  // namespace
 
-LocalFacts gather_local_facts(const PodConfig& pod, Context& ctx, DoctorProbe& probe) {
+LocalFacts gather_local_facts(const PodConfig& pod, Context& ctx, DoctorProbe& probe, bool check_gcloud) {
   LocalFacts local;
   local.uid = static_cast<int>(::getuid());
   local.gid = static_cast<int>(::getgid());
   local.user = local_user(ctx.env);
-  local.gcloud_problems = gcloud_problems(pod, ctx.processes);
+  if (check_gcloud) local.gcloud_problems = gcloud_problems(pod, ctx.processes);
   probe.device_globs = pod.device_globs;
   if (!pod.shared_mount || pod.local) {  // own disks: checked there (doctor_facts), nothing shared to probe
     probe.local_root = pod.worker_root;

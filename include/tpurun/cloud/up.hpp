@@ -34,6 +34,7 @@ struct UpJob {
   std::chrono::seconds gcloud_timeout{600};
   std::chrono::seconds answer_timeout{300};  // for the workers to answer SSH once READY
   std::chrono::milliseconds poll{2000};
+  std::string placed_zone;  // where an earlier up recorded its VM (a create it sent): tried first
 };
 
 struct UpIo {
@@ -43,6 +44,7 @@ struct UpIo {
   const CancelToken& cancel;
   std::function<void(const std::string&)> say;
   std::function<void(const std::string&)> status;
+  bool live_status = false;  // status lines are seen (a terminal); else a line every few minutes while waiting
 };
 
 struct UpResult {
@@ -50,6 +52,7 @@ struct UpResult {
   bool cancelled = false;
   std::string why;  // not ok: what failed, one line
   std::string fix;
+  std::string left;  // what this up made and could not delete, with the command that deletes it
   std::optional<TpuNode> node;
   std::string zone;
   std::string queued_resource;

@@ -93,10 +93,11 @@ struct PodConfig;
 struct Context;
 
 // This host's side: ids, the roots (present, file system, owner and mode),
-// gcloud's account and project for a gcloud pod, and the probe file written
+// gcloud's account and project for a gcloud pod (unless !check_gcloud: gcloud
+// has just worked for the caller), and the probe file written
 // in the user's dir under logs_root (`probe` is filled in; remove_probe()
 // takes it away again).
-LocalFacts gather_local_facts(const PodConfig& pod, Context& ctx, DoctorProbe& probe);
+LocalFacts gather_local_facts(const PodConfig& pod, Context& ctx, DoctorProbe& probe, bool check_gcloud = true);
 void remove_probe(const DoctorProbe& probe);
 
 }  // namespace tpurun

@@ -45,13 +45,19 @@ class Interrupted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Installs a SIGINT/SIGTERM handler: the first signal sets the returned flag,
-// a second one exits at once (130 or 143).
+// Installs a SIGINT/SIGTERM/SIGHUP handler: the first signal sets the
+// returned flag, a second one exits at once (130, 143 or 129), after writing
+// the last words (below) to stderr.
 const std::atomic<bool>* install_interrupt_handler();
 
-// "interrupted by Ctrl-C" or "interrupted by SIGTERM": which signal it was.
+// What a second signal's exit must still say ("" for nothing): what the work
+// made that may now be left behind, and the command that deletes it. Set
+// from one thread at a time; the handler reads it without a lock.
+void set_interrupt_last_words(const std::string& text);
+
+// "interrupted by Ctrl-C", "interrupted by SIGTERM" or "interrupted by SIGHUP": which signal it was.
 std::string interrupted_by();
-// 130 after Ctrl-C (SIGINT), 143 after SIGTERM.
+// 130 after Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP.
 int interrupt_exit_code();
 
 }  // namespace tpurun

@@ -39,6 +39,19 @@ ProcessResult qr(const std::string& state, const std::string& error = "") {
   return ok(R"({"name": "projects/p/locations/z/queuedResources/tpu", "state": {"state": ")" + state + "\"" + failed + "}}");
 }
 
+// A queued resource labelled for `owner` (tpurun-user), as up's create labels it.
+ProcessResult labelled_qr(const std::string& state, const std::string& owner) {
+  return ok(R"({"name": "projects/p/locations/z1/queuedResources/tpu", "state": {"state": ")" + state +
+            R"("}, "tpu": {"nodeSpec": [{"nodeId": "tpu", "node": {"labels": {"tpurun-user": ")" + owner + R"("}}}]}})");
+}
+
+bool ran(const std::vector<std::string>& calls, const std::string& verb) {
+  for (const auto& c : calls) {
+    if (c.find(verb) != std::string::npos) return true;
+  }
+  return false;
+}
+
 class ProvisionTest : public ::testing::Test {
  protected:
   ProvisionTest() {
@@ -49,6 +62,7 @@ class ProvisionTest : public ::testing::Test {
     job_.create.zones = {"z1", "z2"};
     job_.metadata_dir = dir_.path() + "/metadata";
     job_.poll = std::chrono::milliseconds(1);
+    job_.retry_first = std::chrono::milliseconds(1);
   }
   ProvisionResult run() {
     ProvisionIo io{calls_, cancel_, [&](const std::string& line) { said_.push_back(line); }, [](const std::string&) {}};
@@ -123,6 +137,127 @@ TEST_F(ProvisionTest, ACancelLeavesWhatWasMadeForTheCaller) {
   EXPECT_TRUE(r.cancelled);
   ASSERT_TRUE(r.made.has_value());
   EXPECT_TRUE(r.made->queued);
+}
+
+TEST_F(ProvisionTest, AnotherUsersWaitingQueuedResourceIsNamedNeverWaitedOnNorDeleted) {
+  // given: bob's up; alice's queued resource waits in z1 (issue 39, finding 1)
+  job_.labels = {{"tpurun-user", "bob"}};
+  gcloud_.answers["queued-resources describe z1"] = {labelled_qr("WAITING_FOR_RESOURCES", "alice")};
+  // when
+  const ProvisionResult r = run();
+  // then: stopped, naming alice; nothing created, deleted, or claimed as made
+  EXPECT_FALSE(r.node.has_value());
+  EXPECT_FALSE(r.made.has_value());
+  EXPECT_NE(r.why.find("alice's"), std::string::npos) << r.why;
+  EXPECT_NE(r.fix.find("ask alice"), std::string::npos) << r.fix;
+  EXPECT_FALSE(ran(gcloud_.calls, "delete"));
+  EXPECT_FALSE(ran(gcloud_.calls, "create"));
+  EXPECT_FALSE(ran(gcloud_.calls, "z2"));  // no second VM of that name elsewhere
+}
+
+TEST_F(ProvisionTest, YourOwnFoundQueuedResourceIsWaitedOnButIsNotThisUpsToDelete) {
+  // given: alice's earlier `up --keep` left one waiting; it becomes ACTIVE
+  job_.labels = {{"tpurun-user", "alice"}};
+  gcloud_.answers["queued-resources describe z1"] = {labelled_qr("WAITING_FOR_RESOURCES", "alice"),
+                                                      labelled_qr("ACTIVE", "alice")};
+  gcloud_.answers["tpu-vm describe z1"] = {ok(testing::kDescribeV4_32)};
+  // when
+  const ProvisionResult r = run();
+  // then: its node, and nothing marked as made (a failure later would not delete it)
+  ASSERT_TRUE(r.node.has_value()) << r.why;
+  EXPECT_FALSE(r.made.has_value());
+  EXPECT_TRUE(said("waiting on it (this up did not make it, and will not delete it)"));
+}
+
+TEST_F(ProvisionTest, ACreateThatFailedWith429ButWasMadeIsDescribedAndKeptAsMade) {
+  // given: gcloud's create fails on a 429, but the API made the queued resource (issue 39, finding 3)
+  job_.labels = {{"tpurun-user", "alice"}};
+  gcloud_.answers["queued-resources describe z1"] = {{1, "", "NOT_FOUND: not found"},
+                                                      labelled_qr("WAITING_FOR_RESOURCES", "alice"),
+                                                      labelled_qr("ACTIVE", "alice")};
+  gcloud_.answers["queued-resources create z1"] = {
+      {1, "", "ERROR: (gcloud.compute.tpus.queued-resources.create) HTTPError 429: Quota exceeded for quota metric "
+              "'Read requests'\n"}};
+  gcloud_.answers["tpu-vm describe z1"] = {ok(testing::kDescribeV4_32)};
+  // when
+  const ProvisionResult r = run();
+  // then: described after the error, waited on as this up's own
+  ASSERT_TRUE(r.node.has_value()) << r.why;
+  ASSERT_TRUE(r.made.has_value());
+  EXPECT_EQ(r.made->where.zone, "z1");
+  EXPECT_TRUE(said("but queued resource tpu in z1 is there (WAITING_FOR_RESOURCES): this up made it"));
+}
+
+TEST_F(ProvisionTest, ACreateRefusedWithNothingMadeLeavesNothingToDelete) {
+  job_.labels = {{"tpurun-user", "alice"}};
+  gcloud_.answers["queued-resources describe z1"] = {{1, "", "NOT_FOUND: not found"}};
+  gcloud_.answers["queued-resources create z1"] = {{1, "", "ERROR: Quota 'TPUV4_PODSLICE' exceeded. Limit: 32\n"}};
+  const ProvisionResult r = run();
+  EXPECT_FALSE(r.node.has_value());
+  EXPECT_FALSE(r.made.has_value());
+  EXPECT_NE(r.fix.find("quota"), std::string::npos);
+}
+
+TEST_F(ProvisionTest, TransientDescribeErrorsWhileWaitingAreTriedAgainAndThePlaceIsKept) {
+  // given: a 503 and a 429 while the queued resource waits (issue 39, finding 4)
+  job_.labels = {{"tpurun-user", "alice"}};
+  gcloud_.answers["queued-resources describe z1"] = {
+      {1, "", "NOT_FOUND: not found"}, labelled_qr("WAITING_FOR_RESOURCES", "alice"),
+      {1, "", "ERROR: (gcloud) HTTPError 503: The service is currently unavailable.\n"},
+      {1, "", "ERROR: (gcloud) HTTPError 429: Quota exceeded for quota metric 'Read requests'\n"},
+      labelled_qr("ACTIVE", "alice")};
+  gcloud_.answers["queued-resources create z1"] = {ok()};
+  gcloud_.answers["tpu-vm describe z1"] = {ok(testing::kDescribeV4_32)};
+  // when
+  const ProvisionResult r = run();
+  // then: the node, in z1; its queued resource never deleted
+  ASSERT_TRUE(r.node.has_value()) << r.why;
+  EXPECT_EQ(r.where.zone, "z1");
+  EXPECT_FALSE(ran(gcloud_.calls, "delete"));
+  EXPECT_TRUE(said("trying again in"));
+}
+
+TEST_F(ProvisionTest, AnErrorThatIsNotTransientStillStops) {
+  job_.labels = {{"tpurun-user", "alice"}};
+  gcloud_.answers["queued-resources describe z1"] = {
+      {1, "", "NOT_FOUND: not found"}, {1, "", "ERROR: (gcloud) PERMISSION_DENIED: no\n"}};
+  gcloud_.answers["queued-resources create z1"] = {ok()};
+  gcloud_.answers["queued-resources delete z1"] = {ok()};
+  const ProvisionResult r = run();
+  EXPECT_FALSE(r.node.has_value());
+  EXPECT_NE(r.why.find("PERMISSION_DENIED"), std::string::npos) << r.why;
+  ASSERT_TRUE(r.made.has_value());  // the caller deletes it
+}
+
+TEST_F(ProvisionTest, TheZoneAnEarlierUpRecordedIsTriedFirstSoItsLeftoverIsNotDuplicated) {
+  // given: an up killed (SIGKILL) while its queued resource waited in z2 recorded z2 (issue 39, finding 7)
+  job_.labels = {{"tpurun-user", "alice"}};
+  job_.first_zone = "z2";
+  gcloud_.answers["queued-resources describe z2"] = {labelled_qr("WAITING_FOR_RESOURCES", "alice"),
+                                                      labelled_qr("ACTIVE", "alice")};
+  gcloud_.answers["tpu-vm describe z2"] = {ok(testing::kDescribeV4_32)};
+  std::vector<std::string> creating;
+  ProvisionIo io{calls_, cancel_, [&](const std::string& line) { said_.push_back(line); }, [](const std::string&) {},
+                 false, [&](const Made& m) { creating.push_back(m.where.zone); }};
+  // when
+  const ProvisionResult r = provision(job_, io);
+  // then: waited on in z2; nothing created, z1 never asked
+  ASSERT_TRUE(r.node.has_value()) << r.why;
+  EXPECT_EQ(r.where.zone, "z2");
+  EXPECT_TRUE(creating.empty());
+  EXPECT_FALSE(ran(gcloud_.calls, "z1"));
+}
+
+TEST_F(ProvisionTest, WhereACreateGoesIsToldBeforeItIsSent) {
+  gcloud_.answers["queued-resources describe z1"] = {{1, "", "NOT_FOUND: not found"}, qr("ACTIVE")};
+  gcloud_.answers["queued-resources create z1"] = {ok()};
+  gcloud_.answers["tpu-vm describe z1"] = {ok(testing::kDescribeV4_32)};
+  size_t calls_when_told = 0;
+  ProvisionIo io{calls_, cancel_, [](const std::string&) {}, [](const std::string&) {}, false,
+                 [&](const Made&) { calls_when_told = gcloud_.calls.size(); }};
+  ASSERT_TRUE(provision(job_, io).node.has_value());
+  ASSERT_EQ(calls_when_told, 1u);  // after the describe, before the create
+  EXPECT_NE(gcloud_.calls[1].find("queued-resources create"), std::string::npos);
 }
 
 }  // namespace

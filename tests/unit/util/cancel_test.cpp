@@ -2,6 +2,9 @@
 #include "tpurun/util/cancel.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
 
 namespace tpurun {
 namespace {
@@ -46,6 +49,20 @@ TEST(CancelTokenTest, ADefaultTokenWithASiblingFlag) {
   EXPECT_FALSE(t.cancelled());
   refused = true;
   EXPECT_TRUE(t.cancelled());
+}
+
+TEST(InterruptHandlerTest, SighupCancelsAndASecondSignalExitsSayingWhatMayBeLeft) {
+  // (in a child process: the handler is process-wide)
+  EXPECT_EXIT(
+      {
+        const auto* flag = install_interrupt_handler();
+        set_interrupt_last_words("tpurun: queued resource q may be left: `gcloud ... delete q` deletes it\n");
+        std::raise(SIGHUP);  // a closed terminal: cancels, as Ctrl-C does
+        if (!flag->load() || interrupt_exit_code() != 129 || interrupted_by() != "interrupted by SIGHUP") _exit(3);
+        std::raise(SIGINT);  // the second: out at once, with the last words
+        _exit(4);
+      },
+      ::testing::ExitedWithCode(130), "queued resource q may be left: `gcloud ... delete q` deletes it");
 }
 
 }  // namespace
