@@ -44,7 +44,11 @@ no_config_stage() {
   printf 'print("hello from main")\n' >"$fresh/proj/main.py"
   chown alice "$fresh/proj/main.py"
   lt() { E2E_TIMEOUT=60 AS_USER_ENV="HOME=$fresh XDG_CONFIG_HOME=" as_user alice -C "$fresh/proj" "$TPURUN" "$@"; }
-  expect_exit 0 lt stage -- /usr/bin/python3 main.py
+  # --skip-preflight: with no config the pod is this host, and this host sees
+  # every lane's simulated workers' processes, whose fake trainers hold
+  # /dev/accel0 (in their own mount namespaces) whenever another test runs
+  # one; the preflight itself is test_preflight's, on a pod.
+  expect_exit 0 lt stage --skip-preflight -- /usr/bin/python3 main.py
   assert_contains "$OUT" "[w0 localhost] hello from main"
   assert_not_contains "$ERR" "no config file"
   assert_not_contains "$ERR" "has no watcher"
@@ -76,8 +80,9 @@ home_dir_stage() {
   printf 'token\n' >"$fresh/.config/gcloud/credentials.db"
   printf 'print("home job")\n' >"$fresh/main.py"
   chown -R alice "$fresh"
+  # --skip-preflight: this host is the pod, as in no_config_stage.
   E2E_TIMEOUT=60 AS_USER_ENV="HOME=$fresh XDG_CONFIG_HOME=" expect_exit 0 as_user alice -C "$fresh" "$TPURUN" \
-    stage -- sh -c '/usr/bin/python3 main.py; find . -path ./.tpurun -prune -o -type f -print | sort'
+    stage --skip-preflight -- sh -c '/usr/bin/python3 main.py; find . -path ./.tpurun -prune -o -type f -print | sort'
   assert_contains "$OUT" "home job"
   assert_contains "$OUT" "./main.py"
   assert_not_contains "$OUT" ".ssh"
