@@ -123,8 +123,27 @@ def forget_host_keys(env, ips):
             pw = pwd.getpwnam(u)
         except KeyError:
             continue
-        for name in ("known_hosts", "google_compute_known_hosts"):
-            _drop_known_hosts(os.path.join(pw.pw_dir, ".ssh", name), ips, pw)
+        for home in user_homes(env, u, pw):
+            for name in ("known_hosts", "google_compute_known_hosts"):
+                _drop_known_hosts(os.path.join(home, ".ssh", name), ips, pw)
+
+
+def user_homes(env, user, pw):
+    """The user's home, then the private homes that the e2e tests which run
+    gcloud give the user (tests/e2e/lib.sh, E2E_PRIVATE_HOMES): each such test
+    links $STATE/homes.d/<test> to a dir of <user>/ homes, so that what `up`
+    and a restored VM settle reaches the known_hosts that test's tpurun and
+    gcloud read."""
+    yield pw.pw_dir
+    reg = os.path.join(env.state, "homes.d")
+    try:
+        names = sorted(os.listdir(reg))
+    except OSError:
+        return
+    for name in names:
+        home = os.path.join(reg, name, user)
+        if os.path.isdir(os.path.join(home, ".ssh")):
+            yield home
 
 
 def _drop_known_hosts(kh, ips, pw):
@@ -175,28 +194,32 @@ def settle_known_hosts(env, keys, users):
             pw = pwd.getpwnam(u)
         except KeyError:
             continue
-        kh = os.path.join(pw.pw_dir, ".ssh", "known_hosts")
-        try:
-            with open(kh) as f:
-                lines = f.read().splitlines(True)
-        except OSError:
-            continue
-        keep = []
-        for line in lines:
-            parts = line.split()
-            if len(parts) >= 3 and not line.startswith(("#", "@")):
-                stale = [ip for ip, key in keys.items() if _known_host_matches(parts[0], ip) and parts[2] != key]
-                if stale:
-                    continue
-            keep.append(line)
-        if len(keep) != len(lines):
-            st = os.stat(kh)
-            tmp = kh + ".fakepod"
-            with open(tmp, "w") as f:
-                f.writelines(keep)
-            os.chown(tmp, st.st_uid, st.st_gid)
-            os.chmod(tmp, st.st_mode & 0o777)
-            os.replace(tmp, kh)
+        for home in user_homes(env, u, pw):
+            _settle_known_hosts(os.path.join(home, ".ssh", "known_hosts"), keys)
+
+
+def _settle_known_hosts(kh, keys):
+    try:
+        with open(kh) as f:
+            lines = f.read().splitlines(True)
+    except OSError:
+        return
+    keep = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 3 and not line.startswith(("#", "@")):
+            stale = [ip for ip, key in keys.items() if _known_host_matches(parts[0], ip) and parts[2] != key]
+            if stale:
+                continue
+        keep.append(line)
+    if len(keep) != len(lines):
+        st = os.stat(kh)
+        tmp = kh + ".fakepod"
+        with open(tmp, "w") as f:
+            f.writelines(keep)
+        os.chown(tmp, st.st_uid, st.st_gid)
+        os.chmod(tmp, st.st_mode & 0o777)
+        os.replace(tmp, kh)
 
 
 def build_image(env, extra_users=()):
