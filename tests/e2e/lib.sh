@@ -165,6 +165,7 @@ _e2e_exit() {
     "$FAKEPOD" up "$FAKEPOD_WORKERS" >/dev/null 2>&1
     reset_tpus >/dev/null 2>&1
   fi
+  [[ ${E2E_PRIVATE_HOMES:-0} == 1 ]] && rm -f "$FAKEPOD_STATE/homes.d/$TEST_NAME"
   # gcloud's key and known hosts that this test made (tpu-vm ssh creates
   # them) go, so the next test starts as a first-time gcloud user again.
   # (Only once the test got as far as noting which of them were there.)
@@ -390,12 +391,14 @@ else
 fi
 export E2E_GCLOUD
 
-_E2E_GCLOUD_FILES=""
-for _u in alice bob carol; do
-  for _f in google_compute_engine google_compute_engine.pub google_compute_known_hosts; do
-    [[ -e $(getent passwd "$_u" | cut -d: -f6)/.ssh/$_f ]] && _E2E_GCLOUD_FILES+=" $_u/$_f"
+if [[ ${E2E_PRIVATE_HOMES:-0} != 1 ]]; then
+  _E2E_GCLOUD_FILES=""
+  for _u in alice bob carol; do
+    for _f in google_compute_engine google_compute_engine.pub google_compute_known_hosts; do
+      [[ -e $(getent passwd "$_u" | cut -d: -f6)/.ssh/$_f ]] && _E2E_GCLOUD_FILES+=" $_u/$_f"
+    done
   done
-done
+fi
 
 _scratch_root=/var/tmp/tpurun-e2e
 [[ $FAKEPOD_STATE == /var/lib/tpurun-fakepod ]] || _scratch_root+=-$(basename "$FAKEPOD_STATE")
@@ -403,6 +406,19 @@ SCRATCH=$_scratch_root/$TEST_NAME
 rm -rf "$SCRATCH"
 install -d -m 755 "$_scratch_root" "$SCRATCH"
 : >"$SCRATCH/.trainers"
+
+# Private homes (E2E_PRIVATE_HOMES=1: tests/e2e/CMakeLists.txt sets it for the
+# tests that run gcloud). Each user's HOME is then $SCRATCH/.home/<user>,
+# with a copy of their ~/.ssh (key, known_hosts): gcloud's key and known hosts
+# (~/.ssh/google_compute_*, which its first `tpu-vm ssh` makes) and tpurun's
+# ~/.tpurun are this test's own, so tests on different pods run beside each
+# other, each as a first-time gcloud user. The link in $FAKEPOD_STATE/homes.d
+# has the pod's simulator settle these known_hosts as it does the real ones
+# (sim/fakepod/host.py, user_homes) when `up` or a restored VM brings new keys.
+if [[ ${E2E_PRIVATE_HOMES:-0} == 1 ]]; then
+  install -d -m 755 "$SCRATCH/.home" "$FAKEPOD_STATE/homes.d"
+  ln -sfn "$SCRATCH/.home" "$FAKEPOD_STATE/homes.d/$TEST_NAME"
+fi
 
 # ------------------------------------------------------------------ pod
 
@@ -476,6 +492,15 @@ _e2e_user() {
   local entry gid home
   entry=$(getent passwd "$1") || return 0
   IFS=: read -r _ _ _ gid _ home _ <<<"$entry"
+  if [[ ${E2E_PRIVATE_HOMES:-0} == 1 ]]; then
+    local private=$SCRATCH/.home/$1 f
+    install -d -m 755 -o "$1" -g "$gid" "$private"
+    install -d -m 700 -o "$1" -g "$gid" "$private/.ssh"
+    for f in id_ed25519 id_ed25519.pub known_hosts config; do
+      [[ -e $home/.ssh/$f && ! -e $private/.ssh/$f ]] && cp -p "$home/.ssh/$f" "$private/.ssh/$f"
+    done
+    home=$private
+  fi
   _E2E_HOME[$1]=$home
   _E2E_GID[$1]=$gid
 }

@@ -460,7 +460,10 @@ sudo"
   assert_eq "$OUT" "carol
 nosudo"
   "$FAKEPOD" up "$N" >/dev/null
-  rm -f /home/{alice,bob,carol}/.ssh/google_compute_engine{,.pub} /home/{alice,bob,carol}/.ssh/google_compute_known_hosts
+  local u
+  for u in alice bob carol; do
+    rm -f "$(user_home $u)"/.ssh/google_compute_{engine,engine.pub,known_hosts}
+  done
 }
 e2e_case os_login "OS Login: one uid per user everywhere, from the account's POSIX account"
 
