@@ -34,7 +34,7 @@ cat >"$proj/tpurun.json" <<JSON
             "qkill": { "gcloud": { "name": "qkill", "zone": "$Z1", "project": "sim-proj" },
                        "staging_root": "$FAKEPOD_NFS/staging", "logs_root": "$FAKEPOD_NFS/logs",
                        "create": { "accelerator_type": "v4-16", "runtime_version": "tpu-ubuntu2204-base",
-                                   "spot": true, "zones": ["$Z1", "$Z2"], "max_queued": "2s" } } } }
+                                   "spot": true, "zones": ["$Z1", "$Z2"] } } } }
 JSON
 chown -R alice "$proj"
 chmod -R a+rX "$proj"
@@ -60,7 +60,7 @@ bg_up() {
   shift 2
   rm -f "$SCRATCH/$name.out" "$SCRATCH/$name.err"
   set -m
-  t "$u" ${bg_pod:+--pod "$bg_pod"} up --poll 500ms "$@" >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" &
+  E2E_TIMEOUT=900 t "$u" ${bg_pod:+--pod "$bg_pod"} up --poll 500ms "$@" >"$SCRATCH/$name.out" 2>"$SCRATCH/$name.err" &
   bg_pid=$!
   set +m
   on_exit "kill -INT -- -$bg_pid 2>/dev/null"
@@ -89,7 +89,7 @@ another_users_queued_resource() {
   [[ ! -s $audit ]] || assert_not_contains "$(<"$audit")" "delete" "bob's up deleted something"
   # alice's own up waits on the one it found; interrupted, it leaves it
   bg_up alice own
-  wait_until "alice's up to wait on the queued resource it found" 120 said own "waiting on it (this up did not make it"
+  wait_until "alice's up to wait on the queued resource it found" 600 said own "waiting on it (this up did not make it"
   kill -INT -- "-$bg_pid"
   bg_wait own
   assert_eq "$rc" 130 "alice's up after Ctrl-C: $err"
@@ -106,12 +106,12 @@ ready_timeout_from_provisioning() {
   # A ready timeout of 3 s, a wait in the queue longer than that, then 600 s of PROVISIONING.
   "$FAKEPOD" qr hold PROVISIONING 600 >/dev/null
   bg_up alice prov --ready-timeout 3s
-  wait_until "up to wait in the queue" 120 said prov "qown in $Z1: WAITING_FOR_RESOURCES"
+  wait_until "up to wait in the queue" 600 said prov "qown in $Z1: WAITING_FOR_RESOURCES"
   # (the clock must pass the ready timeout while it waits: waited on, with a bound)
   t0=$SECONDS
   wait_until "4 s in the queue" 30 eval '((SECONDS - t0 >= 4))'
   "$FAKEPOD" capacity restock $Z1 >/dev/null
-  wait_until "up to give up after 3 s of PROVISIONING" 120 said prov "is still PROVISIONING after 3s since it began PROVISIONING"
+  wait_until "up to give up after 3 s of PROVISIONING" 600 said prov "is still PROVISIONING after 3s since it began PROVISIONING"
   bg_wait prov
   assert_eq "$rc" 1 "$err"
   assert_contains "$err" "qown in $Z1: PROVISIONING"
@@ -129,7 +129,7 @@ create_429_then_group_sigint() {
   "$FAKEPOD" fault zone-down $Z1 --code 429 --status RESOURCE_EXHAUSTED --reads --after qr-create --for 4 \
     --message "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' of service 'tpu.googleapis.com'" >/dev/null
   bg_up alice c429
-  wait_until "up to wait on the queued resource" 120 said c429 "qown in $Z1: WAITING_FOR_RESOURCES"
+  wait_until "up to wait on the queued resource" 600 said c429 "qown in $Z1: WAITING_FOR_RESOURCES"
   # Its process group, as Ctrl-C on a terminal (the bound above tpurun ignores SIGINT).
   kill -INT -- "-$bg_pid"
   bg_wait c429
@@ -147,14 +147,14 @@ rate_limit_then_sighup() {
   local rc err
   fresh
   bg_up alice r429
-  wait_until "up to wait on the queued resource" 120 said r429 "qown in $Z1: WAITING_FOR_RESOURCES"
+  wait_until "up to wait on the queued resource" 600 said r429 "qown in $Z1: WAITING_FOR_RESOURCES"
   # 429s for 10 s (longer than up's longest poll here, so that a describe
   # meets them). gcloud tries no 429 again itself (a 503 it does, for about
   # a minute: the 70 s outage that beats it costs the suite a minute; its
   # answer takes the same path in tpurun, tests/unit/cloud).
   "$FAKEPOD" fault zone-down $Z1 --code 429 --status RESOURCE_EXHAUSTED --for 10 \
     --message "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' of service 'tpu.googleapis.com'" >/dev/null
-  wait_until "up to meet the 429s and try again" 120 said r429 "trying again in"
+  wait_until "up to meet the 429s and try again" 600 said r429 "trying again in"
   # A closed terminal: SIGHUP to tpurun, maybe while the 429s last (its delete is tried again then).
   kill -HUP "$(client_pid "$bg_pid")"
   bg_wait r429
@@ -170,7 +170,7 @@ double_sigint() {
   local rc err cmd
   fresh
   bg_up alice dbl
-  wait_until "up to wait on the queued resource" 120 said dbl "qown in $Z1: WAITING_FOR_RESOURCES"
+  wait_until "up to wait on the queued resource" 600 said dbl "qown in $Z1: WAITING_FOR_RESOURCES"
   kill -INT -- "-$bg_pid"
   kill -INT -- "-$bg_pid"
   bg_wait dbl
@@ -192,14 +192,17 @@ sigkill_then_up_again() {
   local rc err bg_pod=qkill
   fresh
   "$FAKEPOD" capacity stockout $Z2 >/dev/null
-  # Z1 keeps it waiting past max_queued (deleted), Z2 keeps it waiting: SIGKILL there.
+  # Z1's queued resource goes FAILED (deleted, next zone), Z2 keeps it waiting
+  # with no limit: SIGKILL there. (Not max_queued to leave Z1: the same limit
+  # in Z2 could run out before the SIGKILL lands, on a busy machine.)
+  "$FAKEPOD" qr fail-next --zone $Z1 --code 8 --message "no more capacity (simulated)" >/dev/null
   bg_up alice kill1
-  wait_until "up to wait in $Z2" 120 said kill1 "qkill in $Z2: WAITING_FOR_RESOURCES"
+  wait_until "up to wait in $Z2" 600 said kill1 "qkill in $Z2: WAITING_FOR_RESOURCES"
   kill -KILL "$(client_pid "$bg_pid")"
   bg_wait kill1
   # The next up looks where the killed one sent its create first: no second one in $Z1.
   bg_up alice kill2 --max-queued 0
-  wait_until "the next up to find it in $Z2" 120 said kill2 "queued resource qkill in $Z2 (WAITING_FOR_RESOURCES, alice's) is there already: waiting on it"
+  wait_until "the next up to find it in $Z2" 600 said kill2 "queued resource qkill in $Z2 (WAITING_FOR_RESOURCES, alice's) is there already: waiting on it"
   kill -INT -- "-$bg_pid"
   bg_wait kill2
   assert_eq "$rc" 130 "$err"
