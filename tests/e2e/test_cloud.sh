@@ -130,7 +130,7 @@ restart_new_addresses() {
   [[ -n $run ]] || fail "no run id in: $ERR"
   echo "$run" >"$run_file"
   fakepod stop cloud --zone $ZONE >/dev/null
-  wait_until "the run's watcher to see cloud STOPPED" 120 grep -qs "STOPPED" "$(srv "$logs/$run/watcher.log")"
+  wait_until "the run's watcher to see cloud STOPPED" 600 grep -qs "STOPPED" "$(srv "$logs/$run/watcher.log")"
   assert_contains "$(cat "$(srv "$logs/$run/watcher.log")")" "TPU VM cloud is STOPPED"
   fakepod start cloud --zone $ZONE --new-ips >/dev/null
   expect_exit 0 t alice logs "$run" -f
@@ -194,7 +194,7 @@ preempted_restarts() {
   mount_shared pre
   expect_exit 0 t alice -C "$proj" --pod pre stage --detach --restarts 2 --lost-after 3s -- sleep 600
   prerun=$(grep -o 'tpurun logs [^ ]* -f' <<<"$ERR" | awk '{print $3}')
-  wait_until "the run's job on w1" 120 test -s "$(srv "$logs/$prerun/worker1.pid")"
+  wait_until "the run's job on w1" 600 test -s "$(srv "$logs/$prerun/worker1.pid")"
   fakepod preempt pre --zone $ZONE >/dev/null
   expect_exit 75 t alice --pod pre logs "$prerun" -f
   assert_contains "$ERR" "its TPU VM is gone"

@@ -154,7 +154,7 @@ recreate_queued() {
   expect_exit 0 t alice stage --detach --recreate --lost-after 3s -- sh -c "$job"
   run=$(grep -o 'tpurun logs [^ ]* -f' <<<"$ERR" | awk '{print $3}')
   [[ -n $run ]] || fail "no run id in: $ERR"
-  wait_until "attempt 1's job on w1" 120 test -s "$(srv "$FAKEPOD_NFS/logs/alice/upproj/$run/worker1.pid")"
+  wait_until "attempt 1's job on w1" 600 test -s "$(srv "$FAKEPOD_NFS/logs/alice/upproj/$run/worker1.pid")"
   "$FAKEPOD" preempt qup --zone $Z3 >/dev/null
   expect_exit 0 t alice logs "$run" -f
   assert_contains "$OUT" "attempt 2 on t1v-n-"
@@ -197,7 +197,7 @@ board_failed_qr() {
   "$FAKEPOD" qr fail-next --zone $Z1 --code 8 --message "no v4-16 for you (simulated)" >/dev/null
   expect_exit 0 as_user alice gcloud compute tpus queued-resources create qup --node-id qup --zone $Z1 \
     --accelerator-type v4-16 --runtime-version tpu-ubuntu2204-base --labels tpurun-user=alice --quiet
-  wait_until "queued resource qup to go FAILED in $Z1" 120 eval '[[ $(qrs) == "qup FAILED zone=$Z1" ]]'
+  wait_until "queued resource qup to go FAILED in $Z1" 600 eval '[[ $(qrs) == "qup FAILED zone=$Z1" ]]'
   expect_exit 0 t alice status --all
   assert_contains "$OUT" "gcloud: FAILED (queued resource qup): no v4-16 for you (simulated)"
   expect_exit 0 t alice down --yes
@@ -231,7 +231,7 @@ interrupted_up() {  # ARGS...: up, Ctrl-C once its queued resource waits; sets $
   local up_pid=$! rc=0
   set +m
   on_exit "kill -INT -- -$up_pid 2>/dev/null"  # (should it never wait: the check below fails first)
-  wait_until "up to wait for its queued resource (WAITING_FOR_RESOURCES in $SCRATCH/int.err)" 120 \
+  wait_until "up to wait for its queued resource (WAITING_FOR_RESOURCES in $SCRATCH/int.err)" 600 \
     grep -q "WAITING_FOR_RESOURCES" "$SCRATCH/int.err"
   # Its process group, as Ctrl-C on a terminal: tpurun and what it runs (the
   # bound above them ignores SIGINT).
