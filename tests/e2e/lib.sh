@@ -703,14 +703,13 @@ trainer_log() {
 # tpu_holders I: "pid user path" for every process on worker I with a TPU
 # device open (the way tpu-info and lsof find them), sorted by pid.
 tpu_holders() {
+  # One find over every fd (not a readlink per fd), then a stat per holder.
   # shellcheck disable=SC2016
   "$FAKEPOD" exec "$1" -- bash -c '
-    for fd in /proc/[0-9]*/fd/*; do
-      t=$(readlink "$fd" 2>/dev/null) || continue
-      case $t in /dev/accel*|/dev/vfio/[0-9]*)
-        p=${fd#/proc/}; p=${p%%/*}
-        echo "$p $(stat -c %U /proc/$p) $t";;
-      esac
+    find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( -lname "/dev/accel*" -o -lname "/dev/vfio/[0-9]*" \) \
+        -printf "%h %l\n" 2>/dev/null | sort -u | while read -r dir t; do
+      p=${dir#/proc/}; p=${p%%/*}
+      echo "$p $(stat -c %U "/proc/$p" 2>/dev/null) $t"
     done | sort -n | uniq'
 }
 
