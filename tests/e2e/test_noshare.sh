@@ -7,12 +7,7 @@
 # fail-fast, a restart, runs, profile, gc, kill --run, and logs and
 # TensorBoard's event files read with a VM gone.
 # Asserts on exit codes, messages and files, never on timings.
-export FAKEPOD_STATE=/var/lib/tpurun-fakepod-noshare FAKEPOD_NET=127.0.10 FAKEPOD_NFS=/srv/tpurun-noshare
-export FAKEPOD_WORKERS=4 FAKEPOD_NFS_MODE=none
-source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/gang_lib.sh"
-require_tpurun
-on_exit "_E2E_READY=0; \"$FAKEPOD\" down; rm -rf '$FAKEPOD_STATE'"
+source "$(dirname "$0")/noshare_pod.sh" noshare 127.0.10
 
 proj=$(make_project alice noshare)
 printf 'odd\n' >"$proj/odd name (1).txt"

@@ -11,12 +11,7 @@
 #  - a worker gone at the run's end: runs, logs and watcher.log say what
 #    could not be copied and where it still is.
 # Asserts on exit codes, messages and files, never on timings.
-export FAKEPOD_STATE=/var/lib/tpurun-fakepod-noshare-logs FAKEPOD_NET=127.0.30 FAKEPOD_NFS=/srv/tpurun-noshare-logs
-export FAKEPOD_WORKERS=4 FAKEPOD_NFS_MODE=none
-source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/gang_lib.sh"
-require_tpurun
-on_exit "_E2E_READY=0; \"$FAKEPOD\" down; rm -rf '$FAKEPOD_STATE'"
+source "$(dirname "$0")/noshare_pod.sh" noshare-logs 127.0.30
 
 proj=$(make_project alice nslogs)
 install -o alice -m 644 "$E2E_DIR/noshare_writer.py" "$proj/writer.py"

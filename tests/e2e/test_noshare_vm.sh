@@ -12,12 +12,7 @@
 #    installed), and attempt 1's output, mirrored from the VM that is gone,
 #    stays in the log before attempt 2's.
 # Asserts on exit codes, messages and files, never on timings.
-export FAKEPOD_STATE=/var/lib/tpurun-fakepod-noshare-vm FAKEPOD_NET=127.0.12 FAKEPOD_NFS=/srv/tpurun-noshare-vm
-export FAKEPOD_WORKERS=4 FAKEPOD_NFS_MODE=none
-source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/gang_lib.sh"
-require_tpurun
-on_exit "_E2E_READY=0; \"$FAKEPOD\" down; rm -rf '$FAKEPOD_STATE'"
+source "$(dirname "$0")/noshare_pod.sh" noshare-vm 127.0.12
 
 proj=$(make_project alice nsvm)
 printf 'the snapshot is here\n' >"$proj/data.txt"
