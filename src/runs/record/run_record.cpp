@@ -307,7 +307,9 @@ WorkerJob job_from(int worker, const std::string& pid_file, const std::string& e
 }  // namespace
 
 WorkerJob read_worker_job(const std::string& log_dir, int worker, int attempt) {
-  return read_worker_jobs(log_dir, {Worker{worker, "", 22}}, attempt).front();
+  Worker w;
+  w.index = worker;
+  return read_worker_jobs(log_dir, {w}, attempt).front();
 }
 
 std::vector<WorkerJob> read_worker_jobs(const std::string& log_dir, const std::vector<Worker>& workers, int attempt) {
