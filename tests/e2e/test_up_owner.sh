@@ -10,13 +10,13 @@
 #  - the ready timeout counts from PROVISIONING, not from the start of the wait;
 #  - a 429 on gcloud's create whose create the API made: described, this
 #    up's own; a group SIGINT (as a terminal's Ctrl-C) then deletes it;
-#  - 429s for 10 s while waiting: tried again, the place kept; SIGHUP
-#    (maybe while they last) deletes it;
+#  - 429s while waiting (until up says it tries again): the place kept; SIGHUP
+#    then deletes it;
 #  - a double SIGINT: deleted, or named with the command that deletes it;
 #  - SIGKILL while waiting in the second zone, then up again: found there, no
 #    second queued resource in the first zone.
-# After each case real gcloud lists what is left. The faults' timings are
-# the simulator's (`fault zone-down --for S`), short.
+# After each case real gcloud lists what is left. A fault lasts until up has
+# met it (`fault zone-down`, then `zone-up`), never for a set time.
 source "$(dirname "$0")/lib.sh"
 require_tpurun
 
@@ -124,11 +124,16 @@ e2e_case ready_timeout_from_provisioning "the ready timeout counts from PROVISIO
 create_429_then_group_sigint() {
   local rc err
   fresh
-  # The create is accepted; from then on the zone's reads answer 429 for 4 s
-  # (gcloud's poll of the create's operation, and the describes).
-  "$FAKEPOD" fault zone-down $Z1 --code 429 --status RESOURCE_EXHAUSTED --reads --after qr-create --for 4 \
+  # The create is accepted; from then on the zone's reads answer 429 (gcloud's
+  # poll of the create's operation, and the describes) until up has met one
+  # in its own describe: not for a set time, which a busy machine's slow
+  # gcloud can outlast before its first read.
+  "$FAKEPOD" fault zone-down $Z1 --code 429 --status RESOURCE_EXHAUSTED --reads --after qr-create \
     --message "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' of service 'tpu.googleapis.com'" >/dev/null
+  on_exit "\"\$FAKEPOD\" fault zone-up $Z1 >/dev/null"
   bg_up alice c429
+  wait_until "up's describe to meet the 429s" 600 said c429 "gcloud could not describe queued resource qown"
+  "$FAKEPOD" fault zone-up $Z1 >/dev/null
   wait_until "up to wait on the queued resource" 600 said c429 "qown in $Z1: WAITING_FOR_RESOURCES"
   # Its process group, as Ctrl-C on a terminal (the bound above tpurun ignores SIGINT).
   kill -INT -- "-$bg_pid"
@@ -148,14 +153,17 @@ rate_limit_then_sighup() {
   fresh
   bg_up alice r429
   wait_until "up to wait on the queued resource" 600 said r429 "qown in $Z1: WAITING_FOR_RESOURCES"
-  # 429s for 10 s (longer than up's longest poll here, so that a describe
-  # meets them). gcloud tries no 429 again itself (a 503 it does, for about
-  # a minute: the 70 s outage that beats it costs the suite a minute; its
-  # answer takes the same path in tpurun, tests/unit/cloud).
-  "$FAKEPOD" fault zone-down $Z1 --code 429 --status RESOURCE_EXHAUSTED --for 10 \
+  # 429s until up has met one and says it tries again: not for a set time,
+  # which a busy machine's slow gcloud can miss between two describes (ci5).
+  # gcloud tries no 429 again itself (a 503 it does, for about a minute: the
+  # 70 s outage that beats it costs the suite a minute; its answer takes the
+  # same path in tpurun, tests/unit/cloud).
+  "$FAKEPOD" fault zone-down $Z1 --code 429 --status RESOURCE_EXHAUSTED \
     --message "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' of service 'tpu.googleapis.com'" >/dev/null
+  on_exit "\"\$FAKEPOD\" fault zone-up $Z1 >/dev/null"
   wait_until "up to meet the 429s and try again" 600 said r429 "trying again in"
-  # A closed terminal: SIGHUP to tpurun, maybe while the 429s last (its delete is tried again then).
+  "$FAKEPOD" fault zone-up $Z1 >/dev/null
+  # A closed terminal: SIGHUP to tpurun, which then deletes what it made.
   kill -HUP "$(client_pid "$bg_pid")"
   bg_wait r429
   assert_eq "$rc" 129 "$err"
