@@ -105,11 +105,12 @@ e2e_case claim_refuses_others "bob's claim on board-b: listed; alice's stage and
 
 claim_expires() {
   on_exit "b bob release board-b 2>/dev/null; b alice release board-b 2>/dev/null"
-  expect_exit 0 b bob claim board-b --for 5s --note short
+  # 20 s: long enough that the refusal below comes first on a busy machine.
+  expect_exit 0 b bob claim board-b --for 20s --note short
   expect_exit 2 b alice --pod board-b exec --dry-run -- true
   assert_contains "$ERR" "claimed by bob"
   board_b_listed() { [[ $(b alice claims --json) == *'"board-b"'* ]]; }
-  wait_until "bob's 5 s claim on board-b to expire" 120 eval '! board_b_listed'
+  wait_until "bob's 20 s claim on board-b to expire" 120 eval '! board_b_listed'
   expect_exit 0 b alice claims --json
   assert_not_contains "$OUT" "board-b"
   expect_exit 0 b alice --pod board-b exec -- true
