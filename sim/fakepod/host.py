@@ -4,6 +4,7 @@ import fcntl
 import grp
 import os
 import pwd
+import stat
 import subprocess
 
 from . import config, nfsmode, procs
@@ -146,28 +147,47 @@ def user_homes(env, user, pw):
             yield home
 
 
-def _drop_known_hosts(kh, ips, pw):
+def _rewrite_known_hosts(kh, pw, keep):
+    """Keeps the lines of the user's known_hosts file kh for which keep(line)
+    is true. This runs as root in a home the user owns: kh must be a regular
+    file of the user's own, never followed through a symlink (a user's
+    known_hosts pointing at /etc/shadow is neither read nor written), and the
+    new file is made beside it (O_EXCL, no symlink followed) and renamed
+    over it. Tolerates a file that another pod's tests remove or rewrite
+    meanwhile: the homes are the host's, shared by every pod."""
     try:
-        with open(kh) as f:
-            lines = f.read().splitlines(True)
+        fd = os.open(kh, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return
-    keep = [l for l in lines
-            if l.startswith(("#", "@")) or not l.split() or not any(_known_host_matches(l.split()[0], ip) for ip in ips)]
-    if len(keep) == len(lines):
+    with os.fdopen(fd) as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != pw.pw_uid:
+            return
+        try:
+            lines = f.read().splitlines(True)
+        except (OSError, UnicodeDecodeError):
+            return
+    kept = [l for l in lines if keep(l)]
+    if len(kept) == len(lines):
         return
     tmp = "%s.fakepod.%d" % (kh, os.getpid())
     try:
-        with open(tmp, "w") as f:
-            f.write("".join(keep))
-        os.chmod(tmp, 0o644)
-        os.chown(tmp, pw.pw_uid, pw.pw_gid)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("".join(kept))
+            os.fchown(f.fileno(), pw.pw_uid, pw.pw_gid)
+            os.fchmod(f.fileno(), st.st_mode & 0o777)
         os.replace(tmp, kh)
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
+
+
+def _drop_known_hosts(kh, ips, pw):
+    _rewrite_known_hosts(kh, pw, lambda l: l.startswith(("#", "@")) or not l.split()
+                         or not any(_known_host_matches(l.split()[0], ip) for ip in ips))
 
 
 def _known_host_matches(field, ip):
@@ -195,31 +215,16 @@ def settle_known_hosts(env, keys, users):
         except KeyError:
             continue
         for home in user_homes(env, u, pw):
-            _settle_known_hosts(os.path.join(home, ".ssh", "known_hosts"), keys)
+            _settle_known_hosts(os.path.join(home, ".ssh", "known_hosts"), keys, pw)
 
 
-def _settle_known_hosts(kh, keys):
-    try:
-        with open(kh) as f:
-            lines = f.read().splitlines(True)
-    except OSError:
-        return
-    keep = []
-    for line in lines:
+def _settle_known_hosts(kh, keys, pw):
+    def keep(line):
         parts = line.split()
-        if len(parts) >= 3 and not line.startswith(("#", "@")):
-            stale = [ip for ip, key in keys.items() if _known_host_matches(parts[0], ip) and parts[2] != key]
-            if stale:
-                continue
-        keep.append(line)
-    if len(keep) != len(lines):
-        st = os.stat(kh)
-        tmp = kh + ".fakepod"
-        with open(tmp, "w") as f:
-            f.writelines(keep)
-        os.chown(tmp, st.st_uid, st.st_gid)
-        os.chmod(tmp, st.st_mode & 0o777)
-        os.replace(tmp, kh)
+        if len(parts) < 3 or line.startswith(("#", "@")):
+            return True
+        return not [ip for ip, key in keys.items() if _known_host_matches(parts[0], ip) and parts[2] != key]
+    _rewrite_known_hosts(kh, pw, keep)
 
 
 def build_image(env, extra_users=()):

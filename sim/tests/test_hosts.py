@@ -66,6 +66,36 @@ class PrivateHomesTest(unittest.TestCase):
         self.assertEqual(self.read("known_hosts"), "127.0.0.9 ssh-ed25519 K2\n")
         self.assertEqual(self.read("google_compute_known_hosts"), "")
 
+    def test_a_known_hosts_that_is_a_symlink_is_neither_read_nor_written(self):
+        # As root in a home the user owns: a link to a file the user may not
+        # read (here a stand-in for /etc/shadow) must not be copied into it.
+        secret = os.path.join(self.dir, "secret")
+        with open(secret, "w") as f:
+            f.write("%s ssh-ed25519 OLDKEY\nroot:$6$hash:19000::::::\n" % IP)
+        os.symlink(secret, os.path.join(self.ssh, "known_hosts"))
+        host.settle_known_hosts(self.env, {IP: "NEWKEY"}, [self.user])
+        self.assertTrue(os.path.islink(os.path.join(self.ssh, "known_hosts")))
+        with open(secret) as f:
+            self.assertIn("OLDKEY", f.read())
+        self.assertEqual([n for n in os.listdir(self.ssh) if "fakepod" in n], [])
+
+    def test_a_known_hosts_of_another_owner_is_left_alone(self):
+        if os.getuid() != 0:
+            self.skipTest("needs root to give the file another owner")
+        self.write("known_hosts", "%s ssh-ed25519 OLDKEY\n" % IP)
+        os.chown(os.path.join(self.ssh, "known_hosts"), 12345, 12345)
+        host.settle_known_hosts(self.env, {IP: "NEWKEY"}, [self.user])
+        self.assertEqual(self.read("known_hosts"), "%s ssh-ed25519 OLDKEY\n" % IP)
+
+    def test_the_rewritten_file_keeps_its_mode_and_owner(self):
+        self.write("known_hosts", "%s ssh-ed25519 OLDKEY\n127.0.0.9 ssh-ed25519 K\n" % IP)
+        kh = os.path.join(self.ssh, "known_hosts")
+        os.chmod(kh, 0o600)
+        host.settle_known_hosts(self.env, {IP: "NEWKEY"}, [self.user])
+        st = os.stat(kh)
+        self.assertEqual((st.st_mode & 0o777, st.st_uid), (0o600, self.pw.pw_uid))
+        self.assertEqual(self.read("known_hosts"), "127.0.0.9 ssh-ed25519 K\n")
+
 
 if __name__ == "__main__":
     unittest.main()
