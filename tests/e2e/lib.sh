@@ -162,7 +162,7 @@ _e2e_exit() {
     eval "${_E2E_CLEANUPS[i]}" >/dev/null
   done
   if [[ ${_E2E_READY:-0} == 1 ]]; then
-    "$FAKEPOD" up "$FAKEPOD_WORKERS" >/dev/null 2>&1
+    "$FAKEPOD" up "${_E2E_POD_SIZE:-$FAKEPOD_WORKERS}" >/dev/null 2>&1
     reset_tpus >/dev/null 2>&1
   fi
   [[ ${E2E_PRIVATE_HOMES:-0} == 1 ]] && rm -f "$FAKEPOD_STATE/homes.d/$TEST_NAME"
@@ -305,7 +305,7 @@ e2e_run() {
 _e2e_scrub() {
   {
     _e2e_kill_leftovers
-    "$FAKEPOD" up "$FAKEPOD_WORKERS"
+    "$FAKEPOD" up "${_E2E_POD_SIZE:-$FAKEPOD_WORKERS}"
     reset_tpus
   } >/dev/null 2>&1 || true
 }
@@ -440,6 +440,22 @@ carved_pod() {
   printf '"%s": { "workers": [%s], "ssh": { "identity_file": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts", "host_key_policy": "accept-new", "connect_timeout_s": 5 }, "staging_root": "%s/staging", "logs_root": "%s" }' \
     "$1" "$ips" "$FAKEPOD_NFS" "${4:-$FAKEPOD_NFS/logs}"
 }
+
+# E2E_POD_WORKERS=K (tests/e2e/CMakeLists.txt sets it for the tests that
+# only need "the pod", not eight workers): the test's pod is the lane pod's
+# first K workers (its config, FAKEPOD_CONFIG, and N=FAKEPOD_WORKERS), the
+# same pod "sim" the simulator's config names, only smaller. The other
+# workers stay up and idle, so the lane's next test finds the pod as it was.
+# Nearly all of an e2e test's CPU grows with the workers a command meets
+# (docs/testing.md: test_tensorboard took 29.8 CPU-s on eight, 17.6 on four).
+_E2E_POD_SIZE=$FAKEPOD_WORKERS
+if [[ -n ${E2E_POD_WORKERS:-} ]] && ((E2E_POD_WORKERS < FAKEPOD_WORKERS)); then
+  printf '{ "default_pod": "sim",\n  "pods": { %s } }\n' "$(carved_pod sim 0 $((E2E_POD_WORKERS - 1)))" >"$SCRATCH/pod.json"
+  chmod 644 "$SCRATCH/pod.json"
+  FAKEPOD_CONFIG=$SCRATCH/pod.json
+  FAKEPOD_WORKERS=$E2E_POD_WORKERS
+  note "the test's pod: workers 0-$((FAKEPOD_WORKERS - 1)) of the lane's $_E2E_POD_SIZE (E2E_POD_WORKERS)"
+fi
 
 worker_hostname() {  # I
   echo "t1v-n-fakepod-w-$1"

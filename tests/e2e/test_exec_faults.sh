@@ -4,6 +4,7 @@
 # dying mid-command, and Ctrl-C.
 source "$(dirname "$0")/lib.sh"
 N=$FAKEPOD_WORKERS
+mid=$((N - 3))  # worker_dies_mid_command: w5 of 8, w1 of 4
 ok_count() { grep -c "\] ok$" <<<"$OUT" || true; }
 
 # know_every_host: alice knows every host key (accept-new records them).
@@ -74,15 +75,15 @@ worker_dies_mid_command() {
   d=$(scratch_dir alice)
   gate=$d/mid.gate
   rm -f "$gate"
-  # The command runs until the gate is there, which the test makes after w5
-  # is down: w5 stops mid-command whatever the machine's speed (the workers
+  # The command runs until the gate is there, which the test makes after w$mid
+  # is down: w$mid stops mid-command whatever the machine's speed (the workers
   # see the scratch dir).
   as_user alice "$TPURUN" --config "$FAKEPOD_CONFIG" exec --raw -- \
     bash -c "echo started; while [ ! -e '$gate' ]; do sleep 0.1; done; echo ok" >"$d/mid.out" 2>"$d/mid.err" &
   client=$!
   on_exit "touch '$gate'"
   wait_until "the command to start on every worker" 120 eval '[[ $(grep -c started "$d/mid.out") == "$N" ]]'
-  stop_worker 5
+  stop_worker "$mid"
   touch "$gate"
   rc=0
   wait "$client" || rc=$?
@@ -90,8 +91,8 @@ worker_dies_mid_command() {
   ERR=$(cat "$d/mid.err")
   assert_eq "$rc" 255
   assert_eq "$(ok_count)" "$((N - 1))"
-  assert_contains "$ERR" "w5 $(worker_ip 5):"
-  fakepod start-worker 5
+  assert_contains "$ERR" "w$mid $(worker_ip "$mid"):"
+  fakepod start-worker "$mid"
 }
 e2e_case worker_dies_mid_command "a worker dying mid-command reports a lost connection; the others finish"
 

@@ -5,6 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gang_lib.sh"
 N=$FAKEPOD_WORKERS
+odd=$((N - 3))  # the worker that fails in detached_failure: w5 of 8, w1 of 4
 proj=$(make_project alice proj)
 logs=$FAKEPOD_NFS/logs/alice/proj
 
@@ -31,14 +32,14 @@ e2e_case foreground_failure "in the foreground, w2's failure stops the run on ev
 
 detached_failure() {
   local run
-  run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 5 4)")
+  run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job "$odd" 4)")
   wait_verdict alice "$run" failed
   assert_eq "$(run_field alice "$run" 'r["first_failure"]["exit_code"]')" "4"
   assert_eq "$(run_field alice "$run" 'r["stopped_others"]')" "True"
   no_job_left alice "$run"
   # logs -f of an ended run prints its summary and returns its exit code.
   expect_exit 4 tpurun_as alice -C "$proj" logs "$run" -f
-  assert_contains "$ERR" "first failure: w5 $(worker_ip 5) exited 4"
+  assert_contains "$ERR" "first failure: w$odd $(worker_ip "$odd") exited 4"
 }
 e2e_case detached_failure "detached, nobody follows, and the watcher still stops the gang; logs -f then gives its code"
 

@@ -6,6 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gang_lib.sh"
 N=$FAKEPOD_WORKERS
+frozen=$((N - 2))  # frozen_worker's victim: w6 of 8, w2 of 4
 proj=$(make_project alice proj)
 logs=$FAKEPOD_NFS/logs/alice/proj
 
@@ -39,11 +40,11 @@ frozen_worker() {
   local run
   run=$(stage_detached alice "$proj" --lost-after 3s -- python3 train.py --forever --metrics-addr none)
   wait_until "the run's jobs on every worker" 120 launched "$run"
-  freeze_worker 6
+  freeze_worker "$frozen"
   expect_exit 255 tpurun_as alice -C "$proj" logs "$run" -f
-  assert_contains "$ERR" "first failure: w6 $(worker_ip 6) was lost"
+  assert_contains "$ERR" "first failure: w$frozen $(worker_ip "$frozen") was lost"
   assert_eq "$(run_field alice "$run" 'sum(w["state"] == "stopped" for w in r["workers"])')" "$((N - 1))"
-  thaw_worker 6
+  thaw_worker "$frozen"
 }
 e2e_case frozen_worker "frozen mid-run (sshd and the job stopped, TCP still open): lost, the others stopped"
 

@@ -6,6 +6,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gang_lib.sh"
 N=$FAKEPOD_WORKERS
+held=$((N - 2))  # client_killed_in_restart_wait: bob holds w6 of 8, w2 of 4
+odd=$((N / 2))   # watcher_killed: w4 of 8, w2 of 4 fails
 proj=$(make_project alice proj)
 logs=$FAKEPOD_NFS/logs/alice/proj
 # Gates the jobs wait for (the workers see the scratch dir).
@@ -60,7 +62,7 @@ e2e_case out_of_restarts "out of restarts: the same summary as a failure, the fi
 client_killed_in_restart_wait() {
   local before run="" client gate=$gates/fail-attempt1
   rm -f "$gate"
-  # w1's first attempt fails once the gate is there: after bob holds w6's TPU
+  # w1's first attempt fails once the gate is there: after bob holds w$held's TPU
   # (with a fixed delay, a slow start of bob's trainer would let the restart
   # through before it).
   local job="if [ \"\$TPURUN_ATTEMPT\" = 1 ] && [ \"\$TPURUN_WORKER\" = 1 ]; then while [ ! -e '$gate' ]; do sleep 0.1; done; exit 7; fi; sleep 1; echo done"
@@ -72,13 +74,13 @@ client_killed_in_restart_wait() {
     [[ -n $run ]]
   }
   wait_until "the run to start" 120 new_run
-  start_trainer_on 6 bob --forever --metrics-addr none >/dev/null
+  start_trainer_on "$held" bob --forever --metrics-addr none >/dev/null
   touch "$gate"
   # The watcher's notes as alice sees them on the dev VM, where the watcher
   # writes them (on NFS another client sees them once they are flushed).
   notes() { as_user alice cat "$logs/$run/watcher.log" 2>/dev/null || true; }
   wait_until "the watcher to wait before the restart" 120 eval 'grep -q "waiting for" <<<"$(notes)"'
-  assert_contains "$(notes)" "w6 $(worker_ip 6) (TPU held by bob"
+  assert_contains "$(notes)" "w$held $(worker_ip "$held") (TPU held by bob"
   kill -KILL "$(client_pid "$client")"
   wait "$client" 2>/dev/null || true
   assert_eq "$(run_field alice "$run" 'r["verdict"]')" "restarting"
@@ -87,15 +89,15 @@ client_killed_in_restart_wait() {
   wait_verdict alice "$run" succeeded
   assert_eq "$(run_field alice "$run" 'r["attempt"]')" "2"
 }
-e2e_case client_killed_in_restart_wait "the client SIGKILLed while the watcher waits to restart (bob holds w6's TPU): the watcher goes on"
+e2e_case client_killed_in_restart_wait "the client SIGKILLed while the watcher waits to restart (bob holds a worker's TPU): the watcher goes on"
 
 watcher_killed() {
-  local run sup err follower rc gate=$gates/fail-w4
+  local run sup err follower rc gate=$gates/fail-w$odd
   rm -f "$gate"
-  # w4 fails once the gate is there: after the checks of the unwatched run and
+  # w$odd fails once the gate is there: after the checks of the unwatched run and
   # once logs -f has taken it over (with a fixed delay, a slow machine would
   # see the failure before them).
-  run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 4 5 | sed "s|sleep 1|while [ ! -e '$gate' ]; do sleep 0.1; done|")")
+  run=$(stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job "$odd" 5 | sed "s|sleep 1|while [ ! -e '$gate' ]; do sleep 0.1; done|")")
   wait_until "the watcher's pid in state.json" 120 eval 'sup=$(watcher_pid "$run"); [[ -n $sup && $sup != 0 ]]'
   kill -KILL "$sup"
   wait_until "the watcher to die" 120 dead "$sup"
@@ -113,7 +115,7 @@ watcher_killed() {
   ERR=$(cat "$err")
   assert_eq "$rc" 5 "logs -f's exit code: $ERR"
   assert_contains "$ERR" "this run has no watcher"
-  assert_contains "$ERR" "first failure: w4 $(worker_ip 4) exited 5"
+  assert_contains "$ERR" "first failure: w$odd $(worker_ip "$odd") exited 5"
   no_job_left alice "$run"
 }
 e2e_case watcher_killed "the watcher SIGKILLed: the job keeps running, runs says UNWATCHED, logs -f resumes watching"

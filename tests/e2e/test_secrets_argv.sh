@@ -45,10 +45,10 @@ e2e_case kept_values "the kept --env values are the user's alone (0600), and gon
 # What a worker's process list shows during a run: the job's wrapper by a
 # short name, and no program of tpurun's (they travel on stdin) in any argv.
 short_names_in_ps() {
-  local run dir i args text
+  local run dir i args text last=$((FAKEPOD_WORKERS - 1))
   run=$(stage_detached alice "$proj" -- sh -c 'exec sleep 61')
   dir=$(srv "$logs/$run")
-  for i in 0 7; do
+  for i in 0 "$last"; do
     wait_until "w$i's job to run" 120 eval '[[ $(wexec "$i" -- ps -eww -o args) == *"sleep 61"* ]]'
     args=$(wexec "$i" -- ps -eww -o args)
     assert_contains "$args" "tpurun-job $run w$i" "the job's wrapper on w$i"
@@ -59,7 +59,7 @@ short_names_in_ps() {
   # kill spares the wrapper (it has no run id): it records how the job ended.
   expect_exit 0 tpurun_as alice -C "$proj" kill --run "$run" --grace 1s
   wait_verdict alice "$run" stopped
-  assert_eq "$(cat "$dir/worker7.exit")" "143" "the wrapper's exit record of the killed job"
+  assert_eq "$(cat "$dir/worker$last.exit")" "143" "the wrapper's exit record of the killed job"
 }
 e2e_case short_names_in_ps "during a run, ps on a worker shows the wrapper as tpurun-job RUN wN and no program text"
 

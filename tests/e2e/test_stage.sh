@@ -5,6 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gang_lib.sh"
 N=$FAKEPOD_WORKERS
+down=$((N - 2))  # worker_down's worker: w6 of 8, w2 of 4
 proj=$(make_project alice proj)
 as_user alice git -C "$proj" init -q
 as_user alice git -C "$proj" -c user.name=a -c user.email=a@x add -A
@@ -132,13 +133,13 @@ e2e_case client_sigkilled "SIGKILL of the client mid-run: every job still finish
 
 worker_down() {
   nfs_mode && skip "on the plain mount only: the preflight reads the workers over ssh"
-  stop_worker 6
+  stop_worker "$down"
   expect_exit 1 tpurun_as alice -C "$proj" stage -- true
-  assert_contains "$ERR" "w6 $(worker_ip 6): cannot check: cannot connect"
+  assert_contains "$ERR" "w$down $(worker_ip "$down"): cannot check: cannot connect"
   expect_exit 255 tpurun_as alice -C "$proj" stage --skip-preflight -- true
-  assert_contains "$ERR" "w6 $(worker_ip 6): cannot connect"
+  assert_contains "$ERR" "w$down $(worker_ip "$down"): cannot connect"
   assert_contains "$ERR" "the job started on $((N - 1)) of $N workers only"
-  fakepod start-worker 6
+  fakepod start-worker "$down"
 }
 e2e_case worker_down "a worker that is down: the preflight refuses; with --skip-preflight the others launch and run, and tpurun says so"
 
