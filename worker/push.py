@@ -29,9 +29,25 @@
 # snapshot is built in a hidden temp dir, checked against the manifest
 # (every file linked or written there, its size and x bit, every symlink's
 # target), made read-only and renamed into place: it is whole or absent.
-# worker_gc.py removes a snapshot with its manifest.
+#
+# Nothing on a worker is trusted for being there. Beside each snapshot the
+# worker keeps what it built: ".sums-<name>", each file's digest (BLAKE2b,
+# of the bytes it wrote or linked) with its inode, size, mtime and ctime, and
+# ".stat-<name>", find's listing of the tree (SNAP_LISTING), which
+# push_have.sh compares in sh. A snapshot is reused, and an earlier file
+# linked in, only when it still is what was recorded: the same stat, or else
+# (a later snapshot's hard link moves a file's ctime) the same digest. A file
+# rewritten in place, even at the same size and with its mtime put back,
+# has a new ctime, and then its bytes are checked. A reused snapshot that
+# fails its check is built again, and the damaged one is renamed aside
+# (".tmp-damaged-...", which worker_gc.py removes after an hour unused).
+# Snapshots made before these records were kept are not trusted: their
+# content is sent again once. worker_gc.py removes a snapshot with its
+# manifest and records.
+import hashlib
 import os
 import stat
+import subprocess
 import sys
 
 # tpurun-embed: tokens
@@ -77,16 +93,6 @@ def log_dir():
     return d
 
 
-def have(udir):
-    try:
-        if os.readlink(os.path.join(udir, ".tree-" + tree)) != name:
-            return False
-        os.utime(os.path.join(udir, name))
-        return os.path.isdir(os.path.join(udir, name))
-    except OSError:
-        return False
-
-
 def done(udir):  # NUL between the two paths: either may hold spaces
     say(PUSH_HAVE + " " + os.path.join(udir, name) + ("\0" + log_dir() if run else ""))
 
@@ -115,13 +121,41 @@ def write_all(fd, b):
 chunk = memoryview(bytearray(1 << 20))  # one buffer for all content: no allocation per read
 
 
-def copy_to_fd(n, fd):
+def copy_to_fd(n, fd, digest):
     while n > 0:
         got = inp.readinto(chunk[:min(n, len(chunk))])
         if not got:
             raise EOFError("the stage stopped sending")
         write_all(fd, chunk[:got])
+        digest.update(chunk[:got])
         n -= got
+
+
+def new_digest():
+    return hashlib.blake2b(digest_size=16)
+
+
+def path_bytes(path):  # a path as the file system spells it
+    return path.encode("utf-8", "surrogateescape")
+
+
+def stat_key(st):
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def listing(path):
+    """find's listing of a snapshot's tree below its top dir (whose times
+    each use touches): what push_have.sh compares with .stat-<name>."""
+    return subprocess.run(["find", path, "-mindepth", "1", "-printf", SNAP_LISTING + "\\0%P\\0%l\\0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
+
+
+def read_sums(data):  # .sums-<name>: path -> (digest, stat key)
+    sums = {}
+    for rec in data.split(b"\0")[:-1]:
+        digest, ino, size, mtime, ctime, path = rec.split(b" ", 5)
+        sums[path] = (digest.decode(), (int(ino), int(size), int(mtime), int(ctime)))
+    return sums
 
 
 # A manifest, from the stage or from a file kept beside an earlier snapshot:
@@ -168,7 +202,7 @@ def find_in(data, obj):  # the path of obj's file in a manifest's bytes, or None
     return None
 
 
-def sources(udir, wanted):  # object -> its file, relative to udir
+def sources(udir, wanted):  # object -> (snapshot, path) of a file that had it
     found = {}
     kept = []
     for n in os.listdir(udir):
@@ -188,43 +222,157 @@ def sources(udir, wanted):  # object -> its file, relative to udir
                     for obj in left:
                         path = find_in(data, obj)
                         if path is not None:
-                            found[obj] = snap + "/" + path
+                            found[obj] = (snap, path)
                     continue
                 for kind, x, size, obj, path, target in manifest_of(f)[0]:
                     if kind == "f" and obj not in found:
-                        found[obj] = snap + "/" + path
+                        found[obj] = (snap, path)
         except (OSError, ValueError, IndexError, EOFError):  # unreadable: not a source
             continue
     return found
 
 
 tmp = None
+
+
+def remove_tmp():  # the temp tree of a build that did not become the snapshot
+    global tmp
+    if tmp:
+        for top, ds, fs in os.walk(tmp):
+            os.chmod(top, 0o700)
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp = None
+
+
 try:
     os.makedirs(root, 0o755, exist_ok=True)
     udir = os.path.join(root, user)
     own_dir(udir)
-    if have(udir):
-        done(udir)
-        sys.exit(0)
-    say(PUSH_NEED)
-    entries, manifest = manifest_of(inp)
     # Paths below are relative to the user's dir (a descriptor): each lookup
     # walks a few names, not the whole path from /.
     ufd = os.open(udir, os.O_RDONLY | os.O_DIRECTORY)
+
+    def at_udir(rel, flags):
+        return os.open(rel, flags, 0o600, dir_fd=ufd)
+
+    def digest_of(rel):
+        digest = new_digest()
+        with open(rel, "rb", buffering=0, opener=at_udir) as f:
+            while True:
+                got = f.readinto(chunk)
+                if not got:
+                    return digest.hexdigest()
+                digest.update(chunk[:got])
+
+    def kept(prefix, snap):
+        with open(prefix + snap, "rb", opener=at_udir) as f:
+            return f.read()
+
+    sums_of = {}  # snapshot -> its .sums, read once (None: it has none)
+
+    def trusted(snap, path, st=None):
+        """The digest of snap's file at path when it holds what snap's
+        build recorded (the same stat, or else the same bytes), else None."""
+        if snap not in sums_of:
+            try:
+                sums_of[snap] = read_sums(kept(".sums-", snap))
+            except (OSError, ValueError):
+                sums_of[snap] = None
+        record = (sums_of[snap] or {}).get(path_bytes(path))
+        rel = snap + "/" + path
+        try:
+            st = st or os.lstat(rel, dir_fd=ufd)
+        except OSError:
+            return None
+        if record is None or not stat.S_ISREG(st.st_mode) or st.st_size != record[1][1]:
+            return None
+        if stat_key(st) == record[1] or digest_of(rel) == record[0]:
+            return record[0]
+        return None
+
+    def as_built(snap):
+        """Whether snapshot snap is still what its manifest says, each file's
+        bytes as recorded (the listing unchanged, or else each entry checked:
+        no file or link missing, added, rewritten or re-moded); the records
+        are renewed when only times moved."""
+        try:
+            if listing(os.path.join(udir, snap)) == kept(".stat-", snap):
+                return True
+            with open(".manifest-" + snap, "rb", opener=at_udir) as f:
+                entries = manifest_of(f)[0]
+            on_disk, top_dir = set(), os.path.join(udir, snap)
+            for top, ds, fs in os.walk(top_dir):  # files and symlinks (to dirs too), not dirs
+                on_disk.update(os.path.relpath(os.path.join(top, n), top_dir) for n in fs)
+                on_disk.update(os.path.relpath(os.path.join(top, n), top_dir) for n in ds
+                               if os.path.islink(os.path.join(top, n)))
+            if on_disk != {e[4] for e in entries}:
+                return False
+            for kind, x, size, obj, path, target in entries:
+                st = os.lstat(snap + "/" + path, dir_fd=ufd)
+                if kind == "l":
+                    if not stat.S_ISLNK(st.st_mode) or os.readlink(snap + "/" + path, dir_fd=ufd) != target:
+                        return False
+                elif stat.S_IMODE(st.st_mode) != (0o555 if x else 0o444) or not trusted(snap, path, st):
+                    return False
+            keep_records(snap, entries, {})
+            return True
+        except (OSError, ValueError, IndexError, EOFError, subprocess.CalledProcessError):
+            return False
+
+    def write_kept(prefix, snap, data):  # a record beside a snapshot, whole or absent
+        path = os.path.join(udir, "%s%s.tmp-%d" % (prefix, snap, os.getpid()))
+        try:
+            with open(path, "wb") as f:
+                f.write(data)
+            os.rename(path, os.path.join(udir, prefix + snap))
+        except OSError:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def keep_records(snap, entries, digests):
+        """.sums-<snap> and .stat-<snap>, as the tree is now. digests: object
+        -> digest, for what this push wrote or linked; the rest come from the
+        snapshot's own records, which were just checked."""
+        old = sums_of.get(snap) or {}
+        recs = []
+        for kind, x, size, obj, path, target in entries:
+            if kind == "f":
+                p = path_bytes(path)
+                st = os.lstat(snap + "/" + path, dir_fd=ufd)
+                digest = digests.get(obj) or old[p][0]
+                recs.append(b"%s %d %d %d %d " % ((digest.encode(),) + stat_key(st)) + p + b"\0")
+        write_kept(".sums-", snap, b"".join(recs))
+        write_kept(".stat-", snap, listing(os.path.join(udir, snap)))
+
+    final = os.path.join(udir, name)
+    damaged = False
+    try:
+        if os.readlink(os.path.join(udir, ".tree-" + tree)) == name and os.path.isdir(final) \
+                and not os.path.islink(final):
+            os.utime(final)  # in use: gc's age
+            if as_built(name):
+                done(udir)
+                sys.exit(0)
+            damaged = True
+    except OSError:
+        pass
+    say(PUSH_NEED)
+    entries, manifest = manifest_of(inp)
     found = sources(udir, {e[3] for e in entries if e[0] == "f"})
-    legacy = ".objects" if os.path.isdir(os.path.join(udir, ".objects")) else None
     # Room for what no earlier snapshot has, before anything is made.
     sizes = {obj: size for kind, x, size, obj, path, target in entries if kind == "f"}
-    need = sum(size for obj, size in sizes.items() if obj not in found and not legacy)
+    need = sum(size for obj, size in sizes.items() if obj not in found)
     vfs = os.statvfs(udir)
     free = vfs.f_bavail * vfs.f_frsize
     if need + (1 << 20) > free:
         say("%s %d %d" % (PUSH_NOSPACE, need, free))
         sys.exit(1)
     # The snapshot is built in a temp dir. What this worker has is linked
-    # there first: a link that works is the check that the earlier file is
-    # still there (one system call, not a stat and then the link), and the
-    # tree is checked whole once built.
+    # there first, each earlier file checked against its snapshot's records
+    # before it is linked, and the tree is checked whole once built.
     tmp_name = ".tmp-%s-%d" % (name, os.getpid())
     tmp = os.path.join(udir, tmp_name)
     os.mkdir(tmp, 0o700)
@@ -238,9 +386,6 @@ try:
             dirs.add(parent)
         return rel
 
-    def at_udir(rel, flags):
-        return os.open(rel, flags, 0o600, dir_fd=ufd)
-
     def link_or_copy(src, rel, x):
         try:
             os.link(src, rel, src_dir_fd=ufd, dst_dir_fd=ufd, follow_symlinks=False)
@@ -252,16 +397,17 @@ try:
             os.chmod(rel, 0o555 if x else 0o444, dir_fd=ufd)
         return True
 
-    def linked_as(src, rel, size, x):  # an earlier file linked in, if it is what the manifest says
-        if not link_or_copy(src, rel, x):
-            return False
+    def linked_as(snap, path, rel, x):  # an earlier file linked in, if it holds what its snapshot recorded
+        digest = trusted(snap, path)
+        if digest is None or not link_or_copy(snap + "/" + path, rel, x):
+            return None
         st = os.lstat(rel, dir_fd=ufd)
-        if stat.S_ISREG(st.st_mode) and st.st_size == size and bool(st.st_mode & 0o100) == x:
-            return True
+        if stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o100) == x:
+            return digest
         os.unlink(rel, dir_fd=ufd)  # changed since: sent again
-        return False
+        return None
 
-    here, missing = {}, {}
+    here, missing, digests = {}, {}, {}
     for kind, x, size, obj, path, target in entries:
         if kind == "l":
             os.symlink(target, place(path), dir_fd=ufd)
@@ -271,9 +417,9 @@ try:
             missing[obj].append(path)
         else:
             rel = place(path)
-            old = legacy and legacy + "/" + obj
-            if (obj in found and linked_as(found[obj], rel, size, x)) or (old and linked_as(old, rel, size, x)):
-                here[obj] = rel
+            digest = obj in found and linked_as(found[obj][0], found[obj][1], rel, x)
+            if digest:
+                here[obj], digests[obj] = rel, digest
             else:
                 missing[obj] = [path]
     need = sum(sizes[obj] for obj in missing)
@@ -291,17 +437,17 @@ try:
         first = place(paths[0])
         fd = os.open(first, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o555 if obj.endswith(".x") else 0o444,
                      dir_fd=ufd)
+        digest = new_digest()
         try:
-            copy_to_fd(int(size), fd)
+            copy_to_fd(int(size), fd, digest)
         finally:
             os.close(fd)
+        digests[obj] = digest.hexdigest()
         for p in paths[1:]:
             link_or_copy(first, place(p), obj.endswith(".x"))
     if missing:
         raise OSError("the stage did not send %d of the files this worker lacked" % len(missing))
     for kind, x, size, obj, path, target in entries:
-        if obj in here:  # checked when it was linked in
-            continue
         rel = tmp_name + "/" + path
         st = os.lstat(rel, dir_fd=ufd)
         if kind == "l":
@@ -311,23 +457,18 @@ try:
             raise OSError("%s: %d bytes here, %d in the snapshot (or another mode)" % (path, st.st_size, size))
     for d in sorted(dirs | {tmp_name}, key=len, reverse=True):
         os.chmod(d, 0o555, dir_fd=ufd)
-    final = os.path.join(udir, name)
     try:
+        if damaged:  # the one there failed its check: aside, for gc (a job may still run in it)
+            os.rename(final, os.path.join(udir, ".tmp-damaged-%s-%d" % (name, os.getpid())))
         os.rename(tmp, final)
         tmp = None
     except OSError:
-        if not os.path.isdir(final):
+        if not os.path.isdir(final):  # else another stage's, just made: ours goes
             raise
-    kept = os.path.join(udir, ".manifest-%s.tmp-%d" % (name, os.getpid()))
-    try:  # only an index of content for later stages: the snapshot stands without it
-        with open(kept, "wb") as f:
-            f.write(manifest)
-        os.rename(kept, os.path.join(udir, ".manifest-" + name))
-    except OSError:
-        try:
-            os.unlink(kept)
-        except OSError:
-            pass
+        remove_tmp()
+    else:
+        keep_records(name, entries, digests)
+    write_kept(".manifest-", name, manifest)
     link = os.path.join(udir, ".tree-%s.tmp-%d" % (tree, os.getpid()))
     os.symlink(name, link)
     os.rename(link, os.path.join(udir, ".tree-" + tree))
@@ -335,10 +476,6 @@ try:
 except SystemExit:
     raise
 except BaseException as e:
-    if tmp:
-        for top, ds, fs in os.walk(tmp):
-            os.chmod(top, 0o700)
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
+    remove_tmp()
     say(PUSH_ERROR + " " + (str(e) or type(e).__name__).replace("\n", " "))
     sys.exit(1)

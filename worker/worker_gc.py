@@ -4,7 +4,8 @@
 #
 # argv: ROOT USER OLDER_THAN_S DRY_RUN NOW [KEEP...]. Prints "removed NAME",
 # "objects N BYTES", "error WHY". Snapshots (read-only dirs) are made
-# writable before removal, and their kept manifests go with them; the
+# writable before removal, and their kept manifests and records (.sums-,
+# .stat-, push.py) go with them; the
 # content freed is each removed file that no other snapshot links (one
 # link). The .objects/ store of earlier builds loses what nothing links.
 import os
@@ -63,6 +64,7 @@ except FileNotFoundError:
 if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
     print("error %s is not your own dir" % udir)
     sys.exit(0)
+KEPT = (".manifest-", ".sums-", ".stat-")  # what push.py keeps beside a snapshot
 snap = re.compile(r"^[0-9]{12}-[a-z0-9]{6}-[0-9a-z]+-code$")
 for name in sorted(os.listdir(udir)):
     path = os.path.join(udir, name)
@@ -72,17 +74,19 @@ for name in sorted(os.listdir(udir)):
         continue
     if name.startswith(".tmp-") and age > 3600:
         rm_tree(path, False)
-    elif ".tmp-" in name and name.startswith((".manifest-", ".tree-")) and age > 3600:
+    elif ".tmp-" in name and name.startswith(KEPT + (".tree-",)) and age > 3600:
         rm_file(path)
     elif snap.match(name) and age > older and name not in keep:
         print("removed " + name)
         rm_tree(path, True)
-        rm_file(os.path.join(udir, ".manifest-" + name))
+        for prefix in KEPT:
+            rm_file(os.path.join(udir, prefix + name))
 for name in os.listdir(udir):
     path = os.path.join(udir, name)
     if name.startswith(".tree-") and not os.path.exists(path):
         rm_file(path)
-    elif name.startswith(".manifest-") and ".tmp-" not in name and not os.path.isdir(os.path.join(udir, name[10:])):
+    elif name.startswith(KEPT) and ".tmp-" not in name and \
+            not os.path.isdir(os.path.join(udir, name.split("-", 1)[1])):
         rm_file(path)
 for path, name, st in files_under(os.path.join(udir, ".objects")):
     if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:

@@ -63,6 +63,51 @@ restage_sends_nothing() {
 }
 e2e_case restage_sends_nothing "a re-stage sends nothing the workers have" --needs stage_no_share
 
+# damage I SNAP PATH SCRIPT: as alice on worker I, SCRIPT run in snapshot
+# SNAP's dir made writable for it (then read-only again), with the mtime of
+# PATH put back: what only a ctime or the bytes can show.
+damage() {
+  wexec "$1" --user alice -- sh -c 'cd "$1" && f=$2 && t=$(stat -c %y "$f") && chmod -R u+w . &&
+    eval "$3" && touch -c -d "$t" "$f"; chmod -R a-w .' sh "$home/.tpurun/staging/alice/$2" "$3" "$4"
+}
+# same_bytes_as_here PATH: PATH's sha256 in the newest run's snapshot on every
+# worker is the one of the project's copy here.
+same_bytes_as_here() {
+  local run snap want i
+  run=$(run_of_stage)
+  snap=$(basename "$(run_field alice "$run" 'r["staged_dir"]')")
+  want=$(sha256sum <"$proj/$1")
+  for i in 0 1 2 3; do
+    assert_eq "$(wexec "$i" --user alice -- sh -c 'sha256sum <"$1"' sh "$home/.tpurun/staging/alice/$snap/$1")" "$want" \
+      "w$i's $1"
+  done
+}
+
+damaged_snapshot() {
+  local snap
+  expect_exit 0 tpurun_as alice -C "$proj" stage -- true
+  assert_contains "$ERR" "every worker had snapshot"
+  snap=$(basename "$(run_field alice "$(run_of_stage)" 'r["staged_dir"]')")
+  # w1: a file rewritten in place at its size, its mtime put back; w2: a file gone.
+  damage 1 "$snap" "odd name (1).txt" 'printf "ODD\n" >"odd name (1).txt"'
+  damage 2 "$snap" train.py 'rm train.py'
+  expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'cat "odd name (1).txt"; test -f train.py && echo train.py there'
+  assert_not_contains "$ERR" "every worker had snapshot"
+  assert_contains "$OUT" "[w0-3] odd"
+  assert_contains "$OUT" "[w0-3] train.py there"
+  same_bytes_as_here "odd name (1).txt"
+  same_bytes_as_here train.py
+  # w1 again, and then another file changes: the new snapshot does not link
+  # the damaged file in.
+  damage 1 "$snap" "odd name (1).txt" 'printf "ODD\n" >"odd name (1).txt"'
+  echo "# changed" >>"$proj/train.py"
+  expect_exit 0 tpurun_as alice -C "$proj" stage -- cat "odd name (1).txt"
+  assert_contains "$OUT" "[w0-3] odd"
+  same_bytes_as_here "odd name (1).txt"
+  same_bytes_as_here train.py
+}
+e2e_case damaged_snapshot "a snapshot on a worker changed in place (same size, mtime put back) or missing a file is not reused: sent again" --needs restage_sends_nothing
+
 gang_fail_fast() {
   local frun
   expect_exit 3 tpurun_as alice -C "$proj" stage -- sh -c "$(fail_on_worker_job 1 3)"
@@ -116,6 +161,9 @@ gc_on_workers() {
     wexec "$i" --user alice -- test -d "$home/.tpurun/staging/alice/$snap" || fail "gc removed w$i's snapshot of a running run"
   done
   assert_eq "$(wexec 1 --user alice -- sh -c 'ls -d ~/.tpurun/staging/alice/*-code | wc -l')" 1 "w1's old snapshots"
+  # and their manifests and records (.sums-, .stat-) went with them
+  assert_eq "$(wexec 1 --user alice -- sh -c 'ls -A ~/.tpurun/staging/alice | grep -c "^\.\(manifest\|sums\|stat\)-"')" 3 \
+    "w1's records of its one snapshot"
 }
 e2e_case gc_on_workers "gc on the workers too, sparing the snapshot that a running job uses" --needs profile_traces
 

@@ -1,13 +1,16 @@
 """push.py's protocol, spoken as the stage speaks it (staging/push.cpp): a
 fresh worker is sent what it lacks, a second snapshot links what the first
 has, a snapshot already there is answered at once, and a push that breaks
-off leaves nothing half made."""
+off leaves nothing half made. Nothing on the worker is trusted for being
+there: a snapshot or an earlier file that was changed, even at the same size
+with its mtime put back, is sent again (push_have.sh and push.py)."""
 import os
 import stat
+import subprocess
 import tempfile
 import unittest
 
-from worker_build import start, tokens
+from worker_build import program, start, tokens
 
 T = tokens()
 
@@ -67,7 +70,9 @@ class Worker:
         return asked, last
 
 
-class PushTest(unittest.TestCase):
+class PushCase(unittest.TestCase):
+    """A worker's dirs in a temp dir, and a project of four files."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = self.tmp.name
@@ -83,6 +88,8 @@ class PushTest(unittest.TestCase):
             os.chmod(top, 0o755)
         self.tmp.cleanup()
 
+
+class PushTest(PushCase):
     def test_a_fresh_worker_is_sent_each_object_once_and_builds_the_snapshot_read_only(self):
         asked, last = Worker(self.root, "snap-1", "t1").push(self.files, {"link.py": "main.py"})
         self.assertEqual(sorted(asked), ["o1", "o2.x", "o3"])
@@ -139,6 +146,88 @@ class PushTest(unittest.TestCase):
         asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
         self.assertTrue(last.startswith(T.PUSH_ERROR + " "), last)
         self.assertIn("others may write", last)
+
+
+class VerifiedReuseTest(PushCase):
+    """What a worker has is checked before it is reused."""
+
+    def udir(self, *names):
+        return os.path.join(self.root, "staging", "alice", *names)
+
+    def rewrite_in_place(self, snap, path, data):
+        """The same size, written into the file (all the snapshots that link
+        it see it), its mtime put back: only the ctime tells."""
+        f = self.udir(snap, path)
+        st = os.stat(f)
+        os.chmod(f, 0o644)
+        with open(f, "r+b") as out:
+            out.write(data)
+        os.chmod(f, stat.S_IMODE(st.st_mode))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def have_sh(self, snap, tree):
+        """push_have.sh's answer, as the reservation runs it."""
+        return subprocess.run(["sh", program("push_have.sh"), os.path.join(self.root, "staging"),
+                               os.path.join(self.root, "logs"), "alice", snap, tree],
+                              stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+
+    def test_push_have_answers_have_for_a_snapshot_as_built_and_need_once_a_file_changed(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertTrue(self.have_sh("snap-1", "t1").startswith(T.PUSH_HAVE + " "))
+        self.rewrite_in_place("snap-1", "main.py", b"print('HELLO')\n")
+        self.assertEqual(self.have_sh("snap-1", "t1"), T.PUSH_NEED)
+
+    def test_a_snapshot_rewritten_in_place_at_the_same_size_is_built_again(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        self.rewrite_in_place("snap-1", "main.py", b"print('HELLO')\n")
+        asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertEqual(asked, ["o1"])  # main.py and same.py: one object, sent again
+        self.assertTrue(last.startswith(T.PUSH_HAVE + " "), last)
+        for path in ("main.py", "same.py"):
+            with open(self.udir("snap-1", path), "rb") as f:
+                self.assertEqual(f.read(), b"print('hello')\n")
+        aside = [n for n in os.listdir(self.udir()) if n.startswith(".tmp-damaged-snap-1-")]
+        self.assertEqual(len(aside), 1, os.listdir(self.udir()))  # for gc: a job may still run in it
+        self.assertTrue(self.have_sh("snap-1", "t1").startswith(T.PUSH_HAVE + " "))
+
+    def test_a_file_deleted_from_a_snapshot_is_sent_again(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        os.chmod(self.udir("snap-1", "bin"), 0o755)
+        os.unlink(self.udir("snap-1", "bin", "run.sh"))
+        asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertEqual(asked, ["o2.x"])
+        with open(self.udir("snap-1", "bin", "run.sh"), "rb") as f:
+            self.assertEqual(f.read(), b"#!/bin/sh\necho run\n")
+
+    def test_a_damaged_earlier_file_is_not_linked_into_a_new_snapshot(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        self.rewrite_in_place("snap-1", "bin/run.sh", b"#!/bin/sh\necho RUN\n")
+        changed = dict(self.files)
+        changed["main.py"] = ("o4", b"print('bye')\n", 0)
+        asked, last = Worker(self.root, "snap-2", "t2").push(changed)
+        self.assertEqual(sorted(asked), ["o2.x", "o4"])
+        with open(self.udir("snap-2", "bin", "run.sh"), "rb") as f:
+            self.assertEqual(f.read(), b"#!/bin/sh\necho run\n")
+
+    def test_a_snapshot_whose_files_a_later_one_linked_is_reused_after_a_content_check(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        changed = dict(self.files)
+        changed["main.py"] = ("o4", b"print('bye')\n", 0)
+        Worker(self.root, "snap-2", "t2").push(changed)  # links snap-1's files: their ctime moves
+        self.assertEqual(self.have_sh("snap-1", "t1"), T.PUSH_NEED)
+        asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertIsNone(asked)  # the bytes were checked: nothing to send, nothing rebuilt
+        self.assertTrue(last.startswith(T.PUSH_HAVE + " "), last)
+        self.assertEqual([n for n in os.listdir(self.udir()) if n.startswith(".tmp-")], [])
+        self.assertTrue(self.have_sh("snap-1", "t1").startswith(T.PUSH_HAVE + " "))  # records renewed
+
+    def test_a_snapshot_with_no_records_is_not_trusted(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        for kept in (".sums-snap-1", ".stat-snap-1"):  # as an earlier tpurun left it
+            os.unlink(self.udir(kept))
+        asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertEqual(sorted(asked), ["o1", "o2.x", "o3"])
+        self.assertTrue(last.startswith(T.PUSH_HAVE + " "), last)
 
 
 if __name__ == "__main__":
