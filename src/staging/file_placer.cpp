@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 
@@ -95,7 +96,19 @@ int FilePlacer::open_source(const SourceFile& file) {
   return ::openat(dir_fd, name.c_str(), flags);
 }
 
+// Whether the file read from fd still is as listed: a file that grows,
+// shrinks or is rewritten while it is read is staged as read, and said so.
+static bool changed_since_listed(int fd, const SourceFile& file, std::uint64_t read) {
+  struct stat st {};
+  if (read != file.stamp.size || ::fstat(fd, &st) != 0) return true;
+  return static_cast<std::uint64_t>(st.st_size) != file.stamp.size ||
+         st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != file.stamp.mtime_ns;
+}
+
 // One pass over the bytes: read, hash, write into the snapshot; then store.
+// At most the listed size is read: the size that was checked against the
+// stage's size limit, the same bytes on every worker, even of a file that
+// grows meanwhile.
 // (An empty file is not even opened: there is nothing to read.) With
 // defer_store, a file that fits in one read is hashed before anything is
 // written, and linked from the store when its content is there already
@@ -108,23 +121,25 @@ Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_f
   if (!source && file.stamp.size != 0) return unexpected(read_error(file.path, errno));
   UniqueFd target;
   hasher_.reset();
+  bool changed = false;
   std::uint64_t total = 0;
   for (bool at_end = !source; ;) {
     ssize_t n = 0;
     if (!at_end) {
-      n = ::read(source.get(), buffer_.get(), kBufferSize);
+      const auto want = static_cast<size_t>(std::min<std::uint64_t>(kBufferSize, file.stamp.size - total));
+      n = ::read(source.get(), buffer_.get(), want);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return unexpected(read_error(file.path, errno));
       hasher_.update(buffer_.get(), static_cast<size_t>(n));
       total += static_cast<std::uint64_t>(n);
-      // A short read of a regular file means end of file: save the extra read.
-      at_end = n == 0 || (static_cast<size_t>(n) < kBufferSize && total >= file.stamp.size);
+      at_end = n == 0 || total >= file.stamp.size;
     }
     if (!target) {
       if (at_end && defer_store_ && !store_checked) {
         const ContentHash hash = hasher_.digest();
         if (store_.link_out(ObjectName(hash, file.executable), dir_fd, name) == 0)
-          return Placed{hash, bool(source), true, false, total};
+          return Placed{hash, bool(source), true, false, total,
+                        source && changed_since_listed(source.get(), file, total)};
       }
       target.reset(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode(file)));
       if (!target) return unexpected(write_error(file.path, errno));
@@ -135,7 +150,10 @@ Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_f
       if (w < 0) return unexpected(write_error(file.path, errno));
       done += w;
     }
-    if (at_end) break;
+    if (at_end) {
+      if (source) changed = changed_since_listed(source.get(), file, total);
+      break;
+    }
   }
   // The umask narrows the object's mode (open did that); only when it would
   // take the owner's own read (or exec) bit are those given back.
@@ -145,10 +163,10 @@ Result<Placed, StageError> FilePlacer::copy_in(const SourceFile& file, int dir_f
   }
   if (::close(target.release()) != 0) return unexpected(write_error(file.path, errno));
   ContentHash hash = hasher_.digest();
-  if (defer_store_) return Placed{hash, bool(source), false, true, total};
+  if (defer_store_) return Placed{hash, bool(source), false, true, total, changed};
   auto adopted = store_.adopt(dir_fd, name, ObjectName(hash, file.executable));
   if (!adopted) return unexpected(write_error(file.path, adopted.error()));
-  return Placed{hash, bool(source), *adopted == ObjectStore::Adopted::shared, false, total};
+  return Placed{hash, bool(source), *adopted == ObjectStore::Adopted::shared, false, total, changed};
 }
 
 }  // namespace tpurun::staging

@@ -23,6 +23,9 @@ struct Placed {
   bool reused = false;  // the content was in the object store already
   bool pending = false;  // a new copy, to be linked into the store later (defer_store)
   std::uint64_t bytes = 0;
+  // The file changed while it was read (it ended early, or its size or
+  // mtime moved): what was read is staged, at most the listed size.
+  bool changed = false;
 };
 
 class FilePlacer {

@@ -2,6 +2,7 @@
 // object store, make it read-only, and rename it into place.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "staging/stat_cache.hpp"
 #include "tpurun/staging/adopt_pending.hpp"
 #include "tpurun/staging/snapshot.hpp"
+#include "tpurun/util/duration.hpp"
 #include "tpurun/util/safe_dir.hpp"
 
 namespace tpurun {
@@ -227,6 +229,22 @@ void note_pending(const SnapshotRequest& request, const std::string& name, const
   }
 }
 
+// The files that changed while they were read, as the stage's notes (a few
+// by name): each is staged as read, the same bytes on every worker.
+void note_changed(const std::vector<SourceFile>& files, const FilledTree& filled, std::vector<std::string>& notes) {
+  constexpr std::size_t kNamed = 3;
+  std::vector<std::string> named;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!filled.changed[i]) continue;
+    if (++count <= kNamed) named.push_back(fmt::format("{} ({} staged)", files[i].path, human_size(filled.sizes[i])));
+  }
+  if (count == 0) return;
+  notes.push_back(fmt::format("{} changed while it was read, and is staged as read: {}{}",
+                              count == 1 ? "1 file" : fmt::format("{} files", count), fmt::join(named, ", "),
+                              count > kNamed ? fmt::format(" and {} more", count - kNamed) : ""));
+}
+
 Result<StagedSnapshot, StageError> build_snapshot(
     const SnapshotRequest& request, ProcessRunner& processes, const CancelToken& cancel,
     const std::function<void(const SnapshotProgress&)>& progress) {
@@ -312,12 +330,13 @@ Result<StagedSnapshot, StageError> build_snapshot(
   staged.bytes = filled->bytes;
   staged.bytes_reused = filled->bytes_reused;
   staged.files_read = filled->files_read;
-  staged.entries = entries_of(files, filled->hashes);
+  staged.entries = entries_of(files, filled->hashes, &filled->sizes);
   staged.notes = std::move(listing->source.notes);
+  note_changed(files, *filled, staged.notes);
   for (const std::string& error : earlier.errors) staged.notes.push_back("object store: " + error);
   if (defer_store) note_pending(request, name, files, *filled, staged);
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    if (!files[i].symlink) cache.put(files[i].path, files[i].stamp, filled->hashes[i]);
+  for (std::size_t i = 0; i < files.size(); ++i) {  // a file that changed is read again next time
+    if (!files[i].symlink && !filled->changed[i]) cache.put(files[i].path, files[i].stamp, filled->hashes[i]);
   }
   if (std::string error = cache.save(); !error.empty()) staged.notes.push_back(error);
   return staged;

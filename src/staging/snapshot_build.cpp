@@ -27,6 +27,8 @@ class TreeFill {
   explicit TreeFill(const TreeInput& input) : in_(input), bytes_total_(total_bytes(input.files)) {
     result_.hashes.resize(input.files.size());
     result_.pending.resize(input.files.size());
+    result_.sizes.resize(input.files.size());
+    result_.changed.resize(input.files.size());
   }
 
   Result<FilledTree, StageError> run() {
@@ -55,6 +57,8 @@ class TreeFill {
           if (!placed) return fail(std::move(placed.error()));
           result_.hashes[i] = placed->hash;
           result_.pending[i] = placed->pending;
+          result_.sizes[i] = placed->bytes;
+          result_.changed[i] = placed->changed;
           files_done_.fetch_add(1, std::memory_order_relaxed);
           files_read_.fetch_add(placed->read ? 1 : 0, std::memory_order_relaxed);
           bytes_done_.fetch_add(placed->bytes, std::memory_order_relaxed);
@@ -144,12 +148,13 @@ ContentHash tree_hash(const std::vector<SourceFile>& files,
   return hasher.digest();
 }
 
-std::vector<SnapshotEntry> entries_of(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes) {
+std::vector<SnapshotEntry> entries_of(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes,
+                                      const std::vector<std::uint64_t>* sizes) {
   std::vector<SnapshotEntry> entries;
   entries.reserve(files.size());
   for (std::size_t i = 0; i < files.size(); ++i) {
     const SourceFile& f = files[i];
-    SnapshotEntry e{f.path, f.symlink, f.executable, f.stamp.size, "", f.link_target};
+    SnapshotEntry e{f.path, f.symlink, f.executable, sizes ? (*sizes)[i] : f.stamp.size, "", f.link_target};
     if (!f.symlink) e.object = std::string(ObjectName(hashes[i], f.executable).view());
     entries.push_back(std::move(e));
   }

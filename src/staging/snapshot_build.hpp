@@ -30,6 +30,8 @@ struct TreeInput {
 struct FilledTree {
   std::vector<ContentHash> hashes;  // per file; zero for symlinks
   std::vector<char> pending;        // per file: copied in, not yet in the store (defer_store)
+  std::vector<std::uint64_t> sizes;  // per file: the bytes placed (at most the listed size)
+  std::vector<char> changed;         // per file: it changed while it was read (Placed::changed)
   std::size_t files_read = 0;
   std::uint64_t bytes = 0;
   std::uint64_t bytes_reused = 0;
@@ -45,7 +47,9 @@ int make_read_only(int tree_fd, const std::vector<SourceFile>& files);
 // XXH3-128 over the sorted (path, mode, content hash or link target) list.
 ContentHash tree_hash(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes);
 
-// What a worker without the shared mount rebuilds (staging/push.hpp).
-std::vector<SnapshotEntry> entries_of(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes);
+// What a worker without the shared mount rebuilds (staging/push.hpp). sizes:
+// per file, what was placed (FilledTree::sizes); without, the listed sizes.
+std::vector<SnapshotEntry> entries_of(const std::vector<SourceFile>& files, const std::vector<ContentHash>& hashes,
+                                      const std::vector<std::uint64_t>* sizes = nullptr);
 
 }  // namespace tpurun::staging

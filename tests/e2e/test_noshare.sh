@@ -108,6 +108,35 @@ damaged_snapshot() {
 }
 e2e_case damaged_snapshot "a snapshot on a worker changed in place (same size, mtime put back) or missing a file is not reused: sent again" --needs restage_sends_nothing
 
+growing_file() {
+  local run snap want i writer
+  # A log in the project that a writer appends to all through the stage.
+  : >"$proj/growing.log"
+  /usr/bin/python3 -c '
+import os, sys, time
+with open(sys.argv[1], "ab", buffering=0) as f:
+    for n in range(16384):  # at most 64 MiB
+        f.write(b"%08d " % n + b"x" * 4086 + b"\n")
+        time.sleep(0.001)
+' "$proj/growing.log" &
+  writer=$!
+  wait_until "the writer's first bytes" 30 test -s "$proj/growing.log"
+  expect_exit 0 tpurun_as alice -C "$proj" stage -- true
+  note "$(grep 'changed while it was read' <<<"$ERR" || echo 'growing.log did not change between its listing and its read')"
+  kill "$writer" 2>/dev/null || true
+  wait "$writer" 2>/dev/null || true
+  rm -f "$proj/growing.log"
+  run=$(run_of_stage)
+  snap=$(basename "$(run_field alice "$run" 'r["staged_dir"]')")
+  # every worker has the dev VM's snapshot's bytes, whatever size it was read at
+  want=$(sha256sum <"$home/.tpurun/staging/alice/$snap/growing.log")
+  for i in 0 1 2 3; do
+    assert_eq "$(wexec "$i" --user alice -- sh -c 'sha256sum <"$1"' sh "$home/.tpurun/staging/alice/$snap/growing.log")" \
+      "$want" "w$i's growing.log against the dev VM's copy"
+  done
+}
+e2e_case growing_file "a file that grows during the stage: every worker gets the bytes of the dev VM's copy" --needs stage_no_share
+
 gang_fail_fast() {
   local frun
   expect_exit 3 tpurun_as alice -C "$proj" stage -- sh -c "$(fail_on_worker_job 1 3)"
