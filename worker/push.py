@@ -235,6 +235,25 @@ def sources(udir, wanted):  # object -> (snapshot, path) of a file that had it
 tmp = None
 
 
+def cannot_make(path, e):
+    """Why a dir of ours cannot be made, and the fix: whose the nearest dir
+    that is there is (a ~/.tpurun that root made, say)."""
+    there = path
+    while there != os.path.dirname(there) and not os.path.lexists(there):
+        there = os.path.dirname(there)
+    try:
+        st = os.lstat(there)
+        import pwd
+        try:
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        except KeyError:
+            owner = "uid %d" % st.st_uid
+        return OSError("cannot make %s: %s (%s is %s's, mode %o; as root: chown -R %s %s)" % (
+            path, e.strerror or e, there, owner, stat.S_IMODE(st.st_mode), user, there))
+    except OSError:
+        return e
+
+
 def remove_tmp():  # the temp tree of a build that did not become the snapshot
     global tmp
     if tmp:
@@ -246,9 +265,12 @@ def remove_tmp():  # the temp tree of a build that did not become the snapshot
 
 
 try:
-    os.makedirs(root, 0o755, exist_ok=True)
     udir = os.path.join(root, user)
-    own_dir(udir)
+    try:
+        os.makedirs(root, 0o755, exist_ok=True)
+        own_dir(udir)
+    except PermissionError as e:
+        raise cannot_make(udir, e)
     # Paths below are relative to the user's dir (a descriptor): each lookup
     # walks a few names, not the whole path from /.
     ufd = os.open(udir, os.O_RDONLY | os.O_DIRECTORY)
@@ -362,12 +384,15 @@ try:
     say(PUSH_NEED)
     entries, manifest = manifest_of(inp)
     found = sources(udir, {e[3] for e in entries if e[0] == "f"})
-    # Room for what no earlier snapshot has, before anything is made.
+    # Room for what no earlier snapshot has, before anything is made: the
+    # disk blocks its files take (20,000 small files are 80 MB of 4 KiB
+    # blocks, not their bytes), and 1 MiB for the run's first logs.
     sizes = {obj: size for kind, x, size, obj, path, target in entries if kind == "f"}
-    need = sum(size for obj, size in sizes.items() if obj not in found)
     vfs = os.statvfs(udir)
+    block = vfs.f_frsize or 4096
+    need = sum(-(-size // block) * block for obj, size in sizes.items() if obj not in found) + (1 << 20)
     free = vfs.f_bavail * vfs.f_frsize
-    if need + (1 << 20) > free:
+    if need > free:
         say("%s %d %d" % (PUSH_NOSPACE, need, free))
         sys.exit(1)
     # The snapshot is built in a temp dir. What this worker has is linked

@@ -74,6 +74,7 @@ class LineReader {
   }
   ExecStream& stream_;
   const CancelToken& cancel_;
+  std::function<void()> idle_;
   std::string buffer_;
   size_t start_ = 0;
 };
@@ -218,6 +219,20 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Push
   auto opened = connection.open_exec(command.command_line, cancel);
   if (!opened) return unexpected(opened.error().message);
   ExecStream& stream = **opened;
+  // A worker that stops taking what is sent (its push stopped, its disk
+  // slow) keeps its reservation all the same, and Ctrl-C still works: the
+  // keepalive goes while the write waits, not only between files.
+  auto last_keepalive = Clock::now();
+  auto keep_alive = [&] {
+    if (keepalive && Clock::now() - last_keepalive > std::chrono::seconds(20)) {
+      keepalive();
+      last_keepalive = Clock::now();
+    }
+  };
+  stream.while_waiting([&] {
+    keep_alive();
+    return !cancel.cancelled();
+  });
   if (auto error = stream.write(command.stdin_data)) return unexpected(error->message);
   LineReader reader(stream, cancel);
   PushResult result;
@@ -245,14 +260,14 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Push
   if (!answer) return unexpected(answer.error());
   unsigned long long count = 0, need = 0, free = 0;
   if (answer_is(*answer, worker::kPushNospace, need, free)) {
-    return unexpected(fmt::format("no room for the snapshot under {}: {} needed, {} free (tpurun gc, or free space "
+    return unexpected(fmt::format("no room for the snapshot under {}: {} needed (its files' disk blocks, and 1 MiB "
+                                  "for the run's first logs), {} free (tpurun gc, or free space "
                                   "on the worker's disk)", target.staging_root, human_size(need), human_size(free)));
   }
   if (!answer_is(*answer, worker::kPushMissing, count, need)) {
     return unexpected(answer_text(*answer));
   }
   const auto asked = Clock::now();
-  auto last_keepalive = Clock::now();
   SendBuffer out(stream);
   for (unsigned long long i = 0; i < count; ++i) {
     auto object = reader.line();
@@ -263,10 +278,7 @@ Result<PushResult, std::string> push_snapshot(Connection& connection, const Push
     if (!sent) return unexpected(sent.error());
     result.bytes_sent += *sent;
     result.objects_sent += 1;
-    if (keepalive && Clock::now() - last_keepalive > std::chrono::seconds(20)) {
-      keepalive();
-      last_keepalive = Clock::now();
-    }
+    keep_alive();
   }
   if (auto error = out.add(std::string(worker::kPushEnd) + "\n")) return unexpected(error->message);
   if (auto error = out.flush()) return unexpected(error->message);

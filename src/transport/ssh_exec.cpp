@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "transport/ssh_connection.hpp"
 
@@ -28,16 +30,28 @@ class SshExecStream : public ExecStream {
   // In pieces of 64 KiB: libssh copies each write into the session's buffer
   // (and again encrypted) and keeps the buffer's size for the session's life.
   // A 730 KiB manifest written whole cost each of 32 sessions 1 MiB for good.
+  // Never more than the worker's window: libssh's blocking write waits for a
+  // window without end (a stopped command, a full pipe), and no keepalive or
+  // Ctrl-C could get through; here the wait is ours (wait_for_window).
   std::optional<TransportError> write(std::string_view data) override {
     while (!data.empty()) {
-      int n = ssh_channel_write(channel_, data.data(), static_cast<uint32_t>(std::min<size_t>(data.size(), 1 << 16)));
+      const uint32_t window = ssh_channel_window_size(channel_);
+      if (window == 0) {
+        if (auto error = wait_for_window()) return error;
+        continue;
+      }
+      const auto piece = std::min<size_t>({data.size(), size_t{1} << 16, window});
+      int n = ssh_channel_write(channel_, data.data(), static_cast<uint32_t>(piece));
       if (n < 0) return broken("sending to the command failed");
       data.remove_prefix(static_cast<size_t>(n));
     }
     return std::nullopt;
   }
 
+  void while_waiting(std::function<bool()> hook) override { hook_ = std::move(hook); }
+
   Result<StreamRead, TransportError> read(int wait_ms) override {
+    if (!pending_.empty()) return StreamRead{std::exchange(pending_, {}), false};
     drain_stderr();
     // As in SshStream: poll first, since a read's 0 means "nothing yet" or
     // "end" depending on the libssh version.
@@ -71,6 +85,26 @@ class SshExecStream : public ExecStream {
   }
 
  private:
+  // Up to a second of the session's packets (a window adjust among them);
+  // what the command writes meanwhile is kept for read(). The hook then.
+  std::optional<TransportError> wait_for_window() {
+    constexpr int kWaitMs = 1000;
+    const int available = ssh_channel_poll_timeout(channel_, kWaitMs, 0);
+    if (available == SSH_ERROR) return broken("sending to the command failed");
+    if (available == SSH_EOF) return broken("the command stopped reading");
+    if (available > 0) {
+      std::string buf(static_cast<size_t>(std::min(available, 65536)), '\0');
+      const int n = ssh_channel_read_nonblocking(channel_, buf.data(), static_cast<uint32_t>(buf.size()), 0);
+      if (n < 0) return broken("reading the command's output failed");
+      pending_.append(buf.data(), static_cast<size_t>(n));
+    }
+    drain_stderr();
+    if (ssh_channel_window_size(channel_) == 0 && hook_ && !hook_()) {
+      return TransportError{ErrorKind::interrupted, "interrupted while the worker was not taking what was sent"};
+    }
+    return std::nullopt;
+  }
+
   StreamRead end() {
     drain_stderr();
     eof_ = true;
@@ -92,6 +126,8 @@ class SshExecStream : public ExecStream {
   ssh_session session_;
   ssh_channel channel_;
   std::string err_;
+  std::string pending_;  // the command's output read while a write waited
+  std::function<bool()> hook_;
   bool input_closed_ = false;
   bool eof_ = false;
 };

@@ -35,12 +35,58 @@ full_disk() {
   expect_exit 1 tpurun_as alice -C "$proj" stage -- true
   assert_contains "$ERR" "the snapshot did not reach 1 worker"
   assert_contains "$ERR" "w1 $(worker_ip 1): no room for the snapshot under ~/.tpurun/staging"
-  assert_contains "$ERR" "needed, "
+  assert_contains "$ERR" "needed (its files' disk blocks, and 1 MiB for the run's first logs), "
   assert_contains "$ERR" "nothing was started"
   [[ ! -e $logs ]] || [[ -z $(ls "$logs") ]] || fail "a refused stage left a run: $(ls "$logs")"
   wexec 1 -- umount "$home/.tpurun"
 }
 e2e_case full_disk "a full disk on one worker: the stage names it and the room needed, and starts nothing anywhere"
+
+# A ~/.tpurun on w2 that root made (a `sudo tpurun ...` once): the stage says
+# whose it is and what fixes it, not a raw "[Errno 13]".
+root_owned_dir() {
+  wexec 2 -- sh -c 'rm -rf "$1" && mkdir "$1" && chmod 755 "$1"' sh "$home/.tpurun"  # root's
+  expect_exit 1 tpurun_as alice -C "$proj" stage -- true
+  assert_contains "$ERR" "w2 $(worker_ip 2): cannot make $home/.tpurun/staging/alice: Permission denied ($home/.tpurun is root's, mode 755; as root: chown -R alice $home/.tpurun)"
+  assert_contains "$ERR" "nothing was started"
+  wexec 2 -- rm -rf "$home/.tpurun"
+}
+e2e_case root_owned_dir "a ~/.tpurun that root made on one worker: the stage says whose it is and the fix, and starts nothing"
+
+# A worker's push stopped (SIGSTOP) for 150 s in the middle of a file: longer
+# than the 120 s a worker keeps a reservation without a keepalive. The stage
+# sends its keepalives while the write waits, so w1 keeps its reservation and
+# the gang starts whole once the push goes on (issue 37, finding 9: the
+# reservation was lost, the job started on 3 of 4 workers, "lost").
+stalled_push() {
+  local big=$SCRATCH/big stage_pid rc=0 run i t0
+  mkdir -p "$big"
+  cp "$proj/train.py" "$big/"
+  head -c $((96 << 20)) /dev/urandom >"$big/weights.bin"  # far more than a channel's window and pipes hold
+  chown -R alice "$big"
+  # On w1, as soon as its push has made its temp tree (the objects flow
+  # next): stop it.
+  wexec 1 -- timeout 120 sh -c 'until ls -d "$1"/.tmp-*-code-* >/dev/null 2>&1; do :; done
+    pkill -STOP -u alice -f "^tpurun-push "' sh "$home/.tpurun/staging/alice" &
+  local stopper=$!
+  tpurun_as alice -C "$big" stage -- sh -c 'cmp -s weights.bin - <weights.bin && echo "w$TPURUN_WORKER has it"' \
+    >"$SCRATCH/stall.out" 2>"$SCRATCH/stall.err" &
+  stage_pid=$!
+  wait "$stopper" || fail "w1's push was never seen (or not stopped): $(cat "$SCRATCH/stall.err")"
+  t0=$SECONDS
+  # the stall itself: 150 s, the stage waiting all along
+  wait_until "150 s of w1's push stopped, the stage still waiting" 200 \
+    eval '! kill -0 $stage_pid 2>/dev/null || (( SECONDS - t0 >= 150 ))'
+  kill -0 "$stage_pid" 2>/dev/null || fail "the stage ended while w1's push was stopped: $(cat "$SCRATCH/stall.err")"
+  wexec 1 -- pkill -CONT -u alice -f "^tpurun-push "
+  wait "$stage_pid" || rc=$?
+  assert_eq "$rc" 0 "the stage's exit code: $(cat "$SCRATCH/stall.err")"
+  for i in 0 1 2 3; do assert_contains "$(cat "$SCRATCH/stall.out")" "w$i has it"; done
+  run=$(run_of "$(cat "$SCRATCH/stall.err")")
+  assert_eq "$(run_field alice "$run" 'r["verdict"]')" "succeeded"
+  rm -rf "$big"
+}
+e2e_case stalled_push "a worker's push stopped 150 s mid-file: its reservation holds, and the gang starts whole after"
 
 lost_worker() {
   local run

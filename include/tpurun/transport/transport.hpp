@@ -2,6 +2,7 @@
 // The seam in front of SSH: connect, run (exec + stream + signal on cancel),
 // open a byte stream to a port on the worker, close. libssh implements it for
 // real pods, a local runner for a single-host "pod", and unit tests fake it.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,12 @@ class ByteStream {
   virtual std::optional<TransportError> write(std::string_view data) = 0;
   // Waits up to `wait_ms` for data.
   virtual Result<StreamRead, TransportError> read(int wait_ms) = 0;
+  // Called about every second while write() waits for the worker to take
+  // more (a stopped or slow reader); false ends the write with an
+  // `interrupted` error. The caller can do what must not wait for the
+  // write: keep a reservation alive, notice Ctrl-C. Streams whose writes
+  // never wait long keep the default, which ignores it.
+  virtual void while_waiting(std::function<bool()> hook) { (void)hook; }
 };
 
 // A command on the worker that stays in conversation with us: write() feeds

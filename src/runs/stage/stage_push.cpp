@@ -14,6 +14,26 @@
 
 namespace tpurun {
 
+// After a push, before anything starts: every worker still holds its
+// reservation (one round trip in its reservation's shell). A worker whose
+// reservation ended meanwhile (its watchdog saw no keepalive, its script was
+// killed) would be left out of the launch while the others start: the gang
+// would begin short. Nothing starts anywhere then.
+static void confirm_reservations(Reservations& reservations, int fanout) {
+  const auto& workers = reservations.workers();
+  std::vector<std::string> lost(workers.size());
+  run_parallel(workers.size(), fanout, [&](size_t i) {
+    if (auto alive = reservations.run_in_reservation(i, ":"); !alive) lost[i] = alive.error();
+  });
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (!lost[i].empty()) lines.push_back(fmt::format("  {}: {}", workers[i].worker.display(), lost[i]));
+  }
+  if (lines.empty()) return;
+  throw std::runtime_error(fmt::format("{} lost its reservation while the snapshot was copied; nothing was started:\n{}",
+                                       count_of(lines.size(), "worker"), fmt::join(lines, "\n")));
+}
+
 PushedRun push_to_workers(const StagePlan& plan, const StagedSnapshot& staged, const std::string& run_id,
                           Reservations& reservations, LinePrinter& printer, const CancelToken& cancel) {
   const PodConfig& pod = plan.target.pod;
@@ -72,6 +92,7 @@ PushedRun push_to_workers(const StagePlan& plan, const StagedSnapshot& staged, c
                                          "copy); nothing was started:\n{}",
                                          count_of(failed.size(), "worker"), fmt::join(failed, "\n")));
   }
+  if (had < workers.size()) confirm_reservations(reservations, plan.request.fanout);
   PushedRun pushed{results[0]->staged_dir, results[0]->log_dir};
   for (size_t i = 1; i < workers.size(); ++i) {
     if (results[i]->staged_dir != pushed.staged_dir || results[i]->log_dir != pushed.log_dir) {
