@@ -220,4 +220,20 @@ logs_with_vm_gone() {
 }
 e2e_case logs_with_vm_gone "logs of a finished run read with one of its VMs gone, and TensorBoard's event files" --needs stage_no_share
 
+# A run's dir removed while its watcher runs (rm -rf of the run, or of
+# ~/.tpurun): the watcher has nowhere to record anything and ends, and does
+# not touch the jobs. (It went on for good, reconnecting every few seconds.)
+run_dir_removed() {
+  local run wpid
+  run=$(stage_detached alice "$proj" -- sleep 600)
+  wait_until "run $run's watcher" 60 pgrep -u alice -f " _watcher .*/$run\$" >/dev/null
+  wpid=$(pgrep -u alice -f " _watcher .*/$run\$")
+  # (rm again while the mirror still writes a file into it)
+  wait_until "run $run's dir removed" 30 rm -rf "${logs:?}/$run" 2>/dev/null
+  wait_until "the watcher of a run whose dir is gone to end" 60 eval '! kill -0 "$wpid" 2>/dev/null'
+  wexec 0 -- pgrep -u alice -x sleep >/dev/null || fail "the watcher stopped the job of a run whose dir was removed"
+  "$FAKEPOD" scrub --users alice >/dev/null
+}
+e2e_case run_dir_removed "a run's dir removed under its watcher: the watcher ends and leaves the jobs alone"
+
 e2e_run

@@ -1,9 +1,11 @@
 #include "runs/watcher/log_mirror.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -103,6 +105,11 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
     const std::string path = buffer.substr(nl + 1, path_len);
     const std::string_view data(buffer.data() + nl + 1 + path_len, len);
     if (!safe_relative(path)) return false;
+    if (struct stat st {}; ::stat(local_dir.c_str(), &st) != 0 && errno == ENOENT) {
+      // The run's dir was removed: it is not made again here (the watcher ends).
+      pos = nl + 1 + path_len + len;
+      continue;
+    }
     const std::string local = local_dir + "/" + mirrored_path(state.worker, path);
     std::filesystem::create_directories(std::filesystem::path(local).parent_path());
     if (kind == worker::kMirrorWhole[0]) {

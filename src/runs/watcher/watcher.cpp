@@ -1,11 +1,13 @@
 #include "tpurun/runs/watcher/watcher.hpp"
 
 
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <memory>
@@ -90,6 +92,12 @@ int Watcher::run() {
     if (cancel_.cancelled() && !stop_requested(setup_.record.log_dir)) {
       release_spare();
       say("the watcher was stopped by a signal; the jobs keep running (tpurun logs RUN -f watches again)");
+      return 0;
+    }
+    if (run_dir_gone()) {
+      // Removed (rm -rf of the run, or of ~/.tpurun): there is nowhere to
+      // record anything, and no one to tell. The jobs are not touched.
+      release_spare();
       return 0;
     }
     watch_for_stall();
@@ -300,6 +308,13 @@ void Watcher::make_spare() {
   bool ok = true;
   for (int i = 0; i < 4 && ok; ++i) ok = std::fwrite(zeros.data(), 1, zeros.size(), f) == zeros.size();
   if (std::fclose(f) != 0 || !ok) ::unlink(path.c_str());  // no room even now: nothing is kept
+}
+
+// Only a run dir that is not there (ENOENT) is gone; a mount that does not
+// answer for a moment is not.
+bool Watcher::run_dir_gone() const {
+  struct stat st {};
+  return ::stat(setup_.record.log_dir.c_str(), &st) != 0 && errno == ENOENT;
 }
 
 void Watcher::release_spare() { ::unlink(watcher_spare_path(setup_.record.log_dir).c_str()); }

@@ -36,6 +36,7 @@ class Watcher {
   // disk is full, so that the last records still fit.
   void make_spare();
   void release_spare();
+  bool run_dir_gone() const;
   // When the run has ended: its processes that still hold a TPU (a child
   // that outlived the job) are stopped, and each worker's state says so.
   void stop_leftovers();
