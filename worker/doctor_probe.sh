@@ -6,7 +6,7 @@
 # (no shared mount: the worker's own root for snapshots).
 # Output, one record per line: uid N | gid N | user NAME | sudo yes|no |
 # root PRESENT FSTYPE PATH | device PATH | probe seen|different|unreadable|missing |
-# localroot WRITABLE FREE_KIB | time NANOSECONDS | tmpfree KIB |
+# localroot WRITABLE FREE_KIB | localuse STAGING_KIB LOGS_KIB | time NANOSECONDS | tmpfree KIB |
 # versions PYTHON JAX JAXLIB LIBTPU | end
 probe=$1 token=$2 nroots=$3
 shift 3
@@ -36,6 +36,10 @@ if [ -n "${localroot:-}" ]; then
   mkdir -p "$localroot" 2>/dev/null
   if [ -d "$localroot" ] && [ -w "$localroot" ]; then w=1; else w=0; fi
   echo "localroot $w $(df -Pk "$localroot" 2>/dev/null | awk 'NR == 2 { print $4 }')"
+  # what tpurun keeps there: snapshots, and the runs' log dirs (gc frees both)
+  s=$(du -sk "$localroot/staging" 2>/dev/null | awk '{ print $1 }')
+  l=$(du -sk "$localroot/logs" 2>/dev/null | awk '{ print $1 }')
+  echo "localuse ${s:-0} ${l:-0}"
 fi
 echo "time $(date +%s%N)"
 df -Pk /tmp 2>/dev/null | awk 'NR == 2 { print "tmpfree", $4 }'

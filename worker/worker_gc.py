@@ -2,7 +2,10 @@
 # docs/protocols.md): run by the worker's python3 as the login user, this
 # program on its stdin. It shows in ps as "tpurun-gc".
 #
-# argv: ROOT USER OLDER_THAN_S DRY_RUN NOW [KEEP...]. Prints "removed NAME",
+# argv: ROOT LOGS_ROOT USER OLDER_THAN_S DRY_RUN NOW [KEEP...]; on stdin,
+# after the program, the runs whose log dirs may go ("PROJECT/RUN" per line:
+# ended, and whole on the dev VM). Prints "removed NAME", "run PROJECT/RUN
+# BYTES" (a run's log dir whose newest file is older than the cutoff),
 # "objects N BYTES", "error WHY". Snapshots (read-only dirs) are made
 # writable before removal, and their kept manifests and records (.sums-,
 # .stat-, push.py) go with them; the
@@ -18,8 +21,10 @@ import sys
 # tpurun-embed: include lib/files_under.py
 
 proc_title("tpurun-gc")
-root, user, older, dry, now = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
-keep = set(sys.argv[6:])
+root, logs, user = sys.argv[1], sys.argv[2], sys.argv[3]
+older, dry, now = int(sys.argv[4]), sys.argv[5] == "1", int(sys.argv[6])
+keep = set(sys.argv[7:])
+done_runs = {line.strip() for line in sys.stdin if line.strip()}
 udir = os.path.join(root, user)
 n = size = 0
 
@@ -46,6 +51,42 @@ def rm_tree(path, count):
                 pass
     if not dry:
         shutil.rmtree(path)
+
+
+def old_runs():
+    """The log dirs of done_runs under LOGS_ROOT/USER whose newest entry is
+    older than the cutoff: (PROJECT/RUN, path, bytes). Only the user's own
+    dirs, never through a symlink."""
+    base = os.path.join(logs, user)
+    try:
+        st = os.lstat(base)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        return
+    for run in sorted(done_runs):
+        parts = run.split("/")
+        if len(parts) != 2 or "" in parts or ".." in parts or "." in parts:
+            continue
+        path = os.path.join(base, parts[0], parts[1])
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        newest, size = st.st_mtime, 0
+        for top, dirs, files in os.walk(path):
+            for n in dirs + files:
+                try:
+                    s = os.lstat(os.path.join(top, n))
+                except OSError:
+                    continue
+                newest = max(newest, s.st_mtime)
+                if stat.S_ISREG(s.st_mode):
+                    size += s.st_size
+        if now - newest > older:
+            yield run, path, size
 
 
 def rm_file(path):
@@ -92,4 +133,10 @@ for path, name, st in files_under(os.path.join(udir, ".objects")):
     if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
         freed(st)
         rm_file(path)
+for run, path, run_size in old_runs():
+    try:
+        rm_tree(path, False)
+        print("run %s %d" % (run, run_size))
+    except OSError as e:
+        print("error cannot remove %s: %s" % (path, e))
 print("objects %d %d" % (n, size))

@@ -51,9 +51,9 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
 
   const std::vector<Finding> findings = judge(local, workers);
   if (o.json) {
-    print_json(ctx.out, findings_to_json(target.pod.name, target.workers.size(), findings));
+    print_json(ctx.out, findings_to_json(target.pod.name, target.workers.size(), findings, workers));
   } else {
-    fmt::print(ctx.out, "{}", format_doctor_report(target.pod.name, target.workers.size(), findings));
+    fmt::print(ctx.out, "{}", format_doctor_report(target.pod.name, target.workers.size(), findings, workers));
   }
   return error_count(findings) ? 1 : 0;
 }

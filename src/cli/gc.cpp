@@ -39,10 +39,12 @@ int run_gc(const GcOptions& o, Context& ctx) {
   GcReport report = collect_garbage(request);
   if (!report.refused.empty()) throw std::runtime_error(report.refused);
   WorkerGcReports on_workers;
-  if (!pod.shared_mount) {  // the same on every worker's own copies
+  if (!pod.shared_mount) {  // the same on every worker's own copies, and the old log dirs of ended runs there
     const Target target = select_workers(load_pod(ctx.pod_request, ctx.env, ctx.processes), "all");
+    request.worker_runs_done = runs_copied_whole(pod.logs_root, request.user);
     on_workers = collect_garbage_on_workers(target.workers, *ctx.make_transport(target.pod),
-                                            pod.worker_root + "/staging", request, ctx.cancel);
+                                            pod.worker_root + "/staging", pod.worker_root + "/logs", request,
+                                            ctx.cancel);
   }
   if (o.json) {
     print_json(ctx.out, gc_report_to_json(report, on_workers, o.dry_run));

@@ -71,6 +71,8 @@ bool parse_doctor_facts(const std::string& out, const DoctorProbe& probe, Worker
       f >> worker_time_ns;
     } else if (kind == "localroot") {
       f >> facts.local_root_writable >> facts.local_root_free_kib;
+    } else if (kind == "localuse") {
+      f >> facts.local_staging_kib >> facts.local_logs_kib;
     } else if (kind == "tmpfree") {
       f >> facts.tmp_free_kib;
     } else if (kind == "versions") {

@@ -9,15 +9,19 @@
 
 namespace tpurun {
 
-WorkerGcReport collect_garbage_on(Connection& connection, const std::string& staging_root, const GcRequest& request,
-                                  const CancelToken& cancel) {
+WorkerGcReport collect_garbage_on(Connection& connection, const std::string& staging_root,
+                                  const std::string& logs_root, const GcRequest& request, const CancelToken& cancel) {
   std::vector<std::string> args = {request.user, std::to_string(request.older_than.count()),
                                    request.dry_run ? "1" : "0",
                                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                                       request.now.time_since_epoch()).count())};
   for (const auto& [name, runs] : request.in_use) args.push_back(name);
   // worker/worker_gc.py (docs/protocols.md).
-  RemoteCommand command = python3_command(worker::kWorkerGcPy, {remote_path_word(staging_root), shell_join(args)});
+  RemoteCommand command = python3_command(
+      worker::kWorkerGcPy, {remote_path_word(staging_root), remote_path_word(logs_root), shell_join(args)});
+  // The runs whose log dirs may go, after the program on its stdin: never in
+  // argv (thousands of runs would pass the kernel's limit).
+  for (const std::string& run : request.worker_runs_done) command.stdin_data += run + "\n";
   command.timeout_ms = 600000;
   CaptureSink sink;
   WorkerGcReport report;
@@ -33,6 +37,11 @@ WorkerGcReport collect_garbage_on(Connection& connection, const std::string& sta
     if (line.starts_with("removed ")) report.snapshots_removed.push_back(line.substr(8));
     if (line.starts_with("error ")) report.error = line.substr(6);
     unsigned long long n = 0, bytes = 0;
+    if (char run[4096]; std::sscanf(line.c_str(), "run %4095s %llu", run, &bytes) == 2) {
+      report.runs_removed.emplace_back(run);
+      report.run_bytes_freed += bytes;
+      continue;
+    }
     if (std::sscanf(line.c_str(), "objects %llu %llu", &n, &bytes) == 2) {
       report.objects_removed = n;
       report.bytes_freed = bytes;
@@ -48,6 +57,7 @@ WorkerGcReport collect_garbage_on(Connection& connection, const std::string& sta
 std::vector<std::pair<Worker, WorkerGcReport>> collect_garbage_on_workers(const std::vector<Worker>& workers,
                                                                           Transport& transport,
                                                                           const std::string& staging_root,
+                                                                          const std::string& logs_root,
                                                                           const GcRequest& request,
                                                                           const CancelToken& cancel) {
   std::vector<std::pair<Worker, WorkerGcReport>> out(workers.size());
@@ -58,7 +68,7 @@ std::vector<std::pair<Worker, WorkerGcReport>> collect_garbage_on_workers(const 
       out[i].second.error = connection.error().message;
       return;
     }
-    out[i].second = collect_garbage_on(**connection, staging_root, request, cancel);
+    out[i].second = collect_garbage_on(**connection, staging_root, logs_root, request, cancel);
   });
   return out;
 }

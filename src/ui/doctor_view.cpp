@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "tpurun/fanout/gather.hpp"
+#include "tpurun/util/duration.hpp"
 
 namespace tpurun {
 namespace {
@@ -11,6 +14,25 @@ namespace {
 const char* severity_name(Finding::Severity s) { return s == Finding::Severity::error ? "error" : "warning"; }
 
 std::string where(const Finding& f) { return f.workers.empty() ? "here" : compact_worker_set(f.workers); }
+
+// "disk: w0-3 hold 40.2 MiB of snapshots and 1.1 MiB of run logs (tpurun gc
+// removes old ones)", one line per distinct pair of figures.
+std::string disk_use_lines(const std::vector<WorkerFacts>& facts) {
+  std::map<std::string, std::vector<int>> by_text;
+  for (const WorkerFacts& w : facts) {
+    if (w.local_staging_kib < 0) continue;
+    by_text[fmt::format("{} of snapshots and {} of run logs",
+                        human_size(static_cast<std::uint64_t>(w.local_staging_kib) * 1024),
+                        human_size(static_cast<std::uint64_t>(w.local_logs_kib) * 1024))]
+        .push_back(w.worker.index);
+  }
+  std::string text;
+  for (const auto& [what, workers] : by_text) {
+    text += fmt::format("disk    {} hold{} {} (tpurun gc removes old ones)\n", compact_worker_set(workers),
+                        workers.size() == 1 ? "s" : "", what);
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -33,18 +55,20 @@ std::string format_findings(const std::vector<Finding>& findings) {
   return text;
 }
 
-std::string format_doctor_report(const std::string& pod, size_t workers, const std::vector<Finding>& findings) {
+std::string format_doctor_report(const std::string& pod, size_t workers, const std::vector<Finding>& findings,
+                                 const std::vector<WorkerFacts>& facts) {
   const size_t errors = error_count(findings);
   const size_t warnings = findings.size() - errors;
   return fmt::format("doctor: pod '{}', {} worker{}\n", pod, workers, workers == 1 ? "" : "s") +
-         format_findings(findings) +
+         format_findings(findings) + disk_use_lines(facts) +
          (findings.empty() ? "no problems found: reach, uid, mount, sudo, devices, tpu, clock, tmp and versions "
                              "are fine on every worker\n"
                            : fmt::format("{} error{}, {} warning{}\n", errors, errors == 1 ? "" : "s", warnings,
                                          warnings == 1 ? "" : "s"));
 }
 
-nlohmann::json findings_to_json(const std::string& pod, size_t workers, const std::vector<Finding>& findings) {
+nlohmann::json findings_to_json(const std::string& pod, size_t workers, const std::vector<Finding>& findings,
+                                const std::vector<WorkerFacts>& facts) {
   nlohmann::json problems = nlohmann::json::array();
   for (const Finding& f : findings) {
     problems.push_back({{"severity", severity_name(f.severity)},
@@ -53,7 +77,15 @@ nlohmann::json findings_to_json(const std::string& pod, size_t workers, const st
                         {"problem", f.problem},
                         {"fix", f.fix}});
   }
-  return {{"pod", pod}, {"workers", workers}, {"ok", error_count(findings) == 0}, {"problems", problems}};
+  nlohmann::json doc = {{"pod", pod}, {"workers", workers}, {"ok", error_count(findings) == 0}, {"problems", problems}};
+  nlohmann::json disk = nlohmann::json::array();
+  for (const WorkerFacts& w : facts) {
+    if (w.local_staging_kib >= 0) {
+      disk.push_back({{"worker", w.worker.index}, {"staging_kib", w.local_staging_kib}, {"logs_kib", w.local_logs_kib}});
+    }
+  }
+  if (!disk.empty()) doc["disk"] = disk;
+  return doc;
 }
 
 }  // namespace tpurun

@@ -29,8 +29,9 @@ void print_gc_report(std::FILE* out, std::FILE* err, const GcReport& report, con
       fmt::print(err, "[{}] gc failed: {}\n", worker.display(), r.error);
       continue;
     }
-    fmt::print(out, "[{}] {} {} snapshots and {} unused objects ({:.1f} MiB)\n", worker.display(), verb,
-               r.snapshots_removed.size(), r.objects_removed, r.bytes_freed / 1048576.0);
+    fmt::print(out, "[{}] {} {} snapshots and {} unused objects ({:.1f} MiB), {} old run log dirs ({:.1f} MiB)\n",
+               worker.display(), verb, r.snapshots_removed.size(), r.objects_removed, r.bytes_freed / 1048576.0,
+               r.runs_removed.size(), r.run_bytes_freed / 1048576.0);
   }
 }
 
@@ -44,7 +45,8 @@ nlohmann::json gc_report_to_json(const GcReport& report, const WorkerGcReports& 
   nlohmann::json workers = nlohmann::json::array();
   for (const auto& [worker, r] : on_workers) {
     workers.push_back({{"worker", worker.index}, {"host", worker.host}, {"snapshots_removed", r.snapshots_removed},
-                       {"objects_removed", r.objects_removed}, {"bytes_freed", r.bytes_freed}, {"error", r.error}});
+                       {"objects_removed", r.objects_removed}, {"bytes_freed", r.bytes_freed},
+                       {"runs_removed", r.runs_removed}, {"run_bytes_freed", r.run_bytes_freed}, {"error", r.error}});
   }
   return {{"dry_run", dry_run},
           {"snapshots_removed", report.snapshots_removed},

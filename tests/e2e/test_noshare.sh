@@ -48,8 +48,17 @@ e2e_case stage_no_share "stage on a pod with no shared mount: the snapshot goes 
 doctor_own_disks() {
   expect_exit 0 tpurun_as alice doctor
   assert_not_contains "$OUT$ERR" "shared mount"
+  # and says what each worker's disk holds of tpurun's
+  assert_contains "$OUT" " of snapshots and "
+  expect_exit 0 tpurun_as alice doctor --json
+  /usr/bin/python3 -c '
+import json, sys
+disk = json.loads(sys.argv[1])["disk"]
+assert sorted(d["worker"] for d in disk) == [0, 1, 2, 3], disk
+assert all(d["staging_kib"] > 0 and d["logs_kib"] > 0 for d in disk), disk
+' "$OUT"
 }
-e2e_case doctor_own_disks "doctor checks each worker's own disk, not a shared mount"
+e2e_case doctor_own_disks "doctor checks each worker's own disk, not a shared mount, and says what each holds" --needs stage_no_share
 
 restage_sends_nothing() {
   # Whether this stage re-reads the files or its stat cache already trusts
@@ -180,7 +189,7 @@ profile_traces() {
 e2e_case profile_traces "profile: the traces written on the workers' disks are fetched into the run's log dir"
 
 gc_on_workers() {
-  local krun snap i
+  local krun snap i first
   krun=$(cat "$SCRATCH/krun")
   expect_exit 0 tpurun_as alice gc --older-than 0s
   assert_contains "$OUT" "[w0 $(worker_ip 0)] removed"
@@ -193,8 +202,20 @@ gc_on_workers() {
   # and their manifests and records (.sums-, .stat-) went with them
   assert_eq "$(wexec 1 --user alice -- sh -c 'ls -A ~/.tpurun/staging/alice | grep -c "^\.\(manifest\|sums\|stat\)-"')" 3 \
     "w1's records of its one snapshot"
+  # The log dirs of ended runs, whole here, go from the workers' disks; the
+  # running run's stays, and the dev VM keeps its copies.
+  assert_contains "$OUT" "old run log dirs"
+  first=$(cat "$SCRATCH/first-run")
+  for i in 0 3; do
+    wexec "$i" --user alice -- test ! -e "$home/.tpurun/logs/alice/noshare/$first" ||
+      fail "gc left w$i's log dir of the ended run $first"
+    wexec "$i" --user alice -- test -d "$home/.tpurun/logs/alice/noshare/$krun" ||
+      fail "gc removed w$i's log dir of the running run $krun"
+  done
+  assert_contains "$(cat "$logs/$first/worker0.log")" "hello from"
 }
-e2e_case gc_on_workers "gc on the workers too, sparing the snapshot that a running job uses" --needs profile_traces
+e2e_case gc_on_workers "gc on the workers too, sparing the snapshot that a running job uses; the log dirs of ended runs go" \
+  --needs profile_traces stage_no_share
 
 kill_detached() {
   local krun

@@ -46,6 +46,8 @@ struct WorkerFacts {
   long long tmp_free_kib = -1;
   int local_root_writable = -1;          // no shared mount: 1/0, -1 when not checked
   long long local_root_free_kib = -1;
+  long long local_staging_kib = -1;      // no shared mount: what tpurun keeps there (du), -1 when not checked
+  long long local_logs_kib = -1;
   // python3, jax, jaxlib, libtpu, in that order ("-": not installed); empty when python3 could not say.
   std::vector<std::pair<std::string, std::string>> versions;
   std::optional<WorkerScanResult> tpu;   // who holds the TPU, the lockfile

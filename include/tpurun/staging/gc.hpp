@@ -21,6 +21,10 @@ struct GcRequest {
   bool dry_run = false;
   // Snapshot name -> the runs that may still use it; these are never removed.
   std::map<std::string, std::vector<SnapshotUser>> in_use;
+  // No shared mount: the user's runs ("PROJECT/RUN") whose log dirs on the
+  // workers' own disks may go once older than the cutoff: ended, and whole
+  // here (runs_copied_whole). Every other run's stay.
+  std::vector<std::string> worker_runs_done;
 };
 
 struct KeptSnapshot {

@@ -17,19 +17,23 @@ struct WorkerGcReport {
   std::vector<std::string> snapshots_removed;  // names (or that would be, with dry_run)
   std::size_t objects_removed = 0;
   std::uint64_t bytes_freed = 0;
+  std::vector<std::string> runs_removed;  // "PROJECT/RUN": old log dirs of ended runs (request.worker_runs_done)
+  std::uint64_t run_bytes_freed = 0;
   std::string error;  // the worker could not be cleaned (then nothing else is known)
 };
 
 // `staging_root` as the workers have it ("~/..." allowed). Snapshots named in
 // request.in_use are kept, whatever their age.
-WorkerGcReport collect_garbage_on(Connection& connection, const std::string& staging_root, const GcRequest& request,
-                                  const CancelToken& cancel);
+// `logs_root` likewise: the runs' log dirs there (request.worker_runs_done).
+WorkerGcReport collect_garbage_on(Connection& connection, const std::string& staging_root,
+                                  const std::string& logs_root, const GcRequest& request, const CancelToken& cancel);
 
 // The same on every worker of `workers` at once (at most 64), each on its own
 // connection: one report per worker, in their order.
 std::vector<std::pair<Worker, WorkerGcReport>> collect_garbage_on_workers(const std::vector<Worker>& workers,
                                                                           Transport& transport,
                                                                           const std::string& staging_root,
+                                                                          const std::string& logs_root,
                                                                           const GcRequest& request,
                                                                           const CancelToken& cancel);
 

@@ -77,6 +77,19 @@ std::map<std::string, std::vector<SnapshotUser>> snapshots_in_use(const std::str
   return in_use;
 }
 
+std::vector<std::string> runs_copied_whole(const std::string& logs_root, const std::string& user) {
+  std::vector<std::string> runs;
+  if (logs_root.empty()) return runs;
+  for (const std::string& dir : list_run_dirs(logs_root, user)) {
+    if (run_is_active(dir)) continue;
+    auto state = read_run_state(dir);
+    if (!state || !state->logs_missing.empty()) continue;
+    const std::filesystem::path path(dir);
+    runs.push_back(path.parent_path().filename().string() + "/" + path.filename().string());
+  }
+  return runs;
+}
+
 std::string record_unwatched_stop(const std::string& run_dir, const CancelToken& cancel) {
   auto state = read_run_state(run_dir);
   if (!state || is_final(state->verdict) || watcher_alive(*state, static_cast<long long>(std::time(nullptr)))) {

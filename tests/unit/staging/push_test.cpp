@@ -217,7 +217,7 @@ TEST_F(PushTest, TheObjectStoreOfEarlierBuildsIsNotTrusted) {
   EXPECT_EQ(read(pushed->staged_dir + "/data/big.bin").size(), 300u * 1024);
 }
 
-TEST_F(PushTest, GcOnTheWorkerRemovesASnapshotWithItsManifestAndCountsWhatItFreed) {
+TEST_F(PushTest, GcOnTheWorkerRemovesASnapshotWithItsManifestAndCountsWhatItFreedAndOldRunLogDirs) {
   write("main.py", "print('first')\n");  // content only the first snapshot has
   auto first = push(snapshot_ok());
   ASSERT_TRUE(first.ok()) << first.error();
@@ -234,9 +234,21 @@ TEST_F(PushTest, GcOnTheWorkerRemovesASnapshotWithItsManifestAndCountsWhatItFree
   request.older_than = std::chrono::seconds(0);
   request.now = std::chrono::system_clock::now() + std::chrono::seconds(5);
   request.in_use[new_name] = {};
-  const WorkerGcReport report = collect_garbage_on(**connection, worker_ + "/staging", request, CancelToken());
+  // Two runs' log dirs there: one that ended and is whole on the dev VM (it
+  // goes), one that is not in that list (a running one, say: it stays).
+  for (const std::string run : {"proj/done-run", "proj/running-run"}) {
+    fs::create_directories(worker_ + "/logs/alice/" + run);
+    std::ofstream(worker_ + "/logs/alice/" + run + "/worker0.log") << "0123456789";
+  }
+  request.worker_runs_done = {"proj/done-run", "../escape/run"};
+  const WorkerGcReport report =
+      collect_garbage_on(**connection, worker_ + "/staging", worker_ + "/logs", request, CancelToken());
   ASSERT_EQ(report.error, "");
   EXPECT_EQ(report.snapshots_removed, std::vector<std::string>{old_name});
+  EXPECT_EQ(report.runs_removed, std::vector<std::string>{"proj/done-run"});
+  EXPECT_EQ(report.run_bytes_freed, 10u);
+  EXPECT_FALSE(fs::exists(worker_ + "/logs/alice/proj/done-run"));
+  EXPECT_TRUE(fs::exists(worker_ + "/logs/alice/proj/running-run/worker0.log"));
   // Only the first main.py was that snapshot's alone; the rest are linked from the second.
   EXPECT_EQ(report.objects_removed, 1u);
   EXPECT_EQ(report.bytes_freed, std::string("print('first')\n").size());

@@ -32,6 +32,13 @@ bool run_is_active(const std::string& log_dir);
 std::map<std::string, std::vector<SnapshotUser>> snapshots_in_use(const std::string& logs_root,
                                                                  const std::string& user);
 
+// gc on a pod without a shared mount: the user's runs ("PROJECT/RUN") whose
+// copies on the workers' disks may go: ended (run_is_active says no), and
+// their copy here whole (no logs_missing in state.json). A running run, one
+// whose copy here lacks something (the worker's may be the only one), and
+// one this host does not have are not among them.
+std::vector<std::string> runs_copied_whole(const std::string& logs_root, const std::string& user);
+
 // kill --run, on a run whose watcher is not alive: once its jobs are gone
 // (their wrappers write the exit records as they end; waited for up to
 // 20 s), the verdict is recorded in its state.json, "stopped by tpurun kill".
