@@ -32,22 +32,22 @@
 #
 # Nothing on a worker is trusted for being there. Beside each snapshot the
 # worker keeps what it built: ".sums-<name>", each file's digest (BLAKE2b,
-# of the bytes it wrote or linked) with its inode, size, mtime and ctime, and
-# ".stat-<name>", find's listing of the tree (SNAP_LISTING), which
-# push_have.sh compares in sh. A snapshot is reused, and an earlier file
-# linked in, only when it still is what was recorded: the same stat, or else
-# (a later snapshot's hard link moves a file's ctime) the same digest. A file
-# rewritten in place, even at the same size and with its mtime put back,
-# has a new ctime, and then its bytes are checked. A reused snapshot that
-# fails its check is built again, and the damaged one is renamed aside
-# (".tmp-damaged-...", which worker_gc.py removes after an hour unused).
-# Snapshots made before these records were kept are not trusted: their
-# content is sent again once. worker_gc.py removes a snapshot with its
-# manifest and records.
-import hashlib
+# of the bytes it wrote or linked), and ".stat-<name>", an empty marker
+# written once the tree was whole, whose mtime says "as built until then".
+# Any change to an entry (a write, even at the same size with its mtime put
+# back; a chmod, an added or removed name in a dir) moves that entry's ctime
+# past the marker, which no one can set back. A snapshot is reused, and an
+# earlier file linked in, only when nothing in it changed since its marker
+# (push_have.sh asks find, in sh), or else (a later snapshot's hard link
+# moves a file's ctime too) each changed file's bytes have the recorded
+# digest; the marker is then renewed. A reused snapshot that fails its check
+# is built again, and the damaged one is renamed aside (".tmp-damaged-...",
+# which worker_gc.py removes after an hour unused). Snapshots made before
+# these records were kept are not trusted: their content is sent again
+# once. Each use touches the marker (gc's age). worker_gc.py removes a
+# snapshot with its manifest and records.
 import os
 import stat
-import subprocess
 import sys
 
 # tpurun-embed: tokens
@@ -132,6 +132,7 @@ def copy_to_fd(n, fd, digest):
 
 
 def new_digest():
+    import hashlib  # only where bytes are written or checked
     return hashlib.blake2b(digest_size=16)
 
 
@@ -139,22 +140,11 @@ def path_bytes(path):  # a path as the file system spells it
     return path.encode("utf-8", "surrogateescape")
 
 
-def stat_key(st):
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def listing(path):
-    """find's listing of a snapshot's tree below its top dir (whose times
-    each use touches): what push_have.sh compares with .stat-<name>."""
-    return subprocess.run(["find", path, "-mindepth", "1", "-printf", SNAP_LISTING + "\\0%P\\0%l\\0"],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
-
-
-def read_sums(data):  # .sums-<name>: path -> (digest, stat key)
+def read_sums(data):  # .sums-<name> ("DIGEST PATH\0" per file): path -> digest
     sums = {}
     for rec in data.split(b"\0")[:-1]:
-        digest, ino, size, mtime, ctime, path = rec.split(b" ", 5)
-        sums[path] = (digest.decode(), (int(ino), int(size), int(mtime), int(ctime)))
+        digest, path = rec.split(b" ", 1)
+        sums[path] = digest.decode()
     return sums
 
 
@@ -291,36 +281,42 @@ try:
         with open(prefix + snap, "rb", opener=at_udir) as f:
             return f.read()
 
-    sums_of = {}  # snapshot -> its .sums, read once (None: it has none)
+    sums_of = {}  # snapshot -> (its .sums, its marker's mtime), read once (None: it has none)
 
-    def trusted(snap, path, st=None):
-        """The digest of snap's file at path when it holds what snap's
-        build recorded (the same stat, or else the same bytes), else None."""
+    def records(snap):
         if snap not in sums_of:
-            try:
-                sums_of[snap] = read_sums(kept(".sums-", snap))
+            try:  # the marker first: sums written after it are not vouched for by it
+                marked = os.lstat(".stat-" + snap, dir_fd=ufd).st_mtime_ns
+                sums_of[snap] = (read_sums(kept(".sums-", snap)), marked)
             except (OSError, ValueError):
                 sums_of[snap] = None
-        record = (sums_of[snap] or {}).get(path_bytes(path))
+        return sums_of[snap]
+
+    def trusted(snap, path, size, st=None):
+        """The digest of snap's file at path when it holds what snap's
+        build recorded (unchanged since its marker, or else the same
+        bytes), else None."""
+        kept_records = records(snap)
+        if kept_records is None:
+            return None
+        digest = kept_records[0].get(path_bytes(path))
         rel = snap + "/" + path
         try:
             st = st or os.lstat(rel, dir_fd=ufd)
         except OSError:
             return None
-        if record is None or not stat.S_ISREG(st.st_mode) or st.st_size != record[1][1]:
+        if digest is None or not stat.S_ISREG(st.st_mode) or st.st_size != size:
             return None
-        if stat_key(st) == record[1] or digest_of(rel) == record[0]:
-            return record[0]
+        if st.st_ctime_ns <= kept_records[1] or digest_of(rel) == digest:
+            return digest
         return None
 
     def as_built(snap):
         """Whether snapshot snap is still what its manifest says, each file's
-        bytes as recorded (the listing unchanged, or else each entry checked:
-        no file or link missing, added, rewritten or re-moded); the records
-        are renewed when only times moved."""
+        bytes as recorded: no file or link missing, added, re-moded, or with
+        other bytes than its digest when it changed since the marker. The
+        marker is renewed when only ctimes moved."""
         try:
-            if listing(os.path.join(udir, snap)) == kept(".stat-", snap):
-                return True
             with open(".manifest-" + snap, "rb", opener=at_udir) as f:
                 entries = manifest_of(f)[0]
             on_disk, top_dir = set(), os.path.join(udir, snap)
@@ -335,11 +331,11 @@ try:
                 if kind == "l":
                     if not stat.S_ISLNK(st.st_mode) or os.readlink(snap + "/" + path, dir_fd=ufd) != target:
                         return False
-                elif stat.S_IMODE(st.st_mode) != (0o555 if x else 0o444) or not trusted(snap, path, st):
+                elif stat.S_IMODE(st.st_mode) != (0o555 if x else 0o444) or not trusted(snap, path, size, st):
                     return False
-            keep_records(snap, entries, {})
+            write_kept(".stat-", snap, b"")
             return True
-        except (OSError, ValueError, IndexError, EOFError, subprocess.CalledProcessError):
+        except (OSError, ValueError, IndexError, EOFError):
             return False
 
     def write_kept(prefix, snap, data):  # a record beside a snapshot, whole or absent
@@ -355,27 +351,18 @@ try:
                 pass
 
     def keep_records(snap, entries, digests):
-        """.sums-<snap> and .stat-<snap>, as the tree is now. digests: object
-        -> digest, for what this push wrote or linked; the rest come from the
-        snapshot's own records, which were just checked."""
-        old = sums_of.get(snap) or {}
-        recs = []
-        for kind, x, size, obj, path, target in entries:
-            if kind == "f":
-                p = path_bytes(path)
-                st = os.lstat(snap + "/" + path, dir_fd=ufd)
-                digest = digests.get(obj) or old[p][0]
-                recs.append(b"%s %d %d %d %d " % ((digest.encode(),) + stat_key(st)) + p + b"\0")
-        write_kept(".sums-", snap, b"".join(recs))
-        write_kept(".stat-", snap, listing(os.path.join(udir, snap)))
+        """.sums-<snap> (digests: object -> the digest of what this push
+        wrote or linked), then the marker: the tree is whole as of now."""
+        write_kept(".sums-", snap, b"".join(b"%s %s\0" % (digests[obj].encode(), path_bytes(path))
+                                            for kind, x, size, obj, path, target in entries if kind == "f"))
+        write_kept(".stat-", snap, b"")
 
     final = os.path.join(udir, name)
     damaged = False
     try:
         if os.readlink(os.path.join(udir, ".tree-" + tree)) == name and os.path.isdir(final) \
                 and not os.path.islink(final):
-            os.utime(final)  # in use: gc's age
-            if as_built(name):
+            if as_built(name):  # (which renews the marker: gc's age)
                 done(udir)
                 sys.exit(0)
             damaged = True
@@ -422,15 +409,16 @@ try:
             os.chmod(rel, 0o555 if x else 0o444, dir_fd=ufd)
         return True
 
-    def linked_as(snap, path, rel, x):  # an earlier file linked in, if it holds what its snapshot recorded
-        digest = trusted(snap, path)
-        if digest is None or not link_or_copy(snap + "/" + path, rel, x):
+    def linked_as(snap, path, rel, size, x):  # an earlier file linked in, if it holds what its snapshot recorded
+        src = snap + "/" + path
+        try:
+            st = os.lstat(src, dir_fd=ufd)  # (the link is this inode: its mode is the link's)
+        except OSError:
             return None
-        st = os.lstat(rel, dir_fd=ufd)
-        if stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o100) == x:
-            return digest
-        os.unlink(rel, dir_fd=ufd)  # changed since: sent again
-        return None
+        digest = bool(st.st_mode & 0o100) == x and trusted(snap, path, size, st)
+        if not digest or not link_or_copy(src, rel, x):
+            return None
+        return digest
 
     here, missing, digests = {}, {}, {}
     for kind, x, size, obj, path, target in entries:
@@ -442,7 +430,7 @@ try:
             missing[obj].append(path)
         else:
             rel = place(path)
-            digest = obj in found and linked_as(found[obj][0], found[obj][1], rel, x)
+            digest = obj in found and linked_as(found[obj][0], found[obj][1], rel, size, x)
             if digest:
                 here[obj], digests[obj] = rel, digest
             else:
@@ -473,6 +461,8 @@ try:
     if missing:
         raise OSError("the stage did not send %d of the files this worker lacked" % len(missing))
     for kind, x, size, obj, path, target in entries:
+        if obj in here:  # checked before it was linked in
+            continue
         rel = tmp_name + "/" + path
         st = os.lstat(rel, dir_fd=ufd)
         if kind == "l":

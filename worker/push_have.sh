@@ -3,11 +3,11 @@
 # worker's reservation (reserve.sh runs it) before a push
 # (staging/push.hpp; docs/protocols.md). It is push.py's first answer, in sh,
 # so that no python3 starts when the snapshot is there: the .tree link names
-# this snapshot, which is a real dir, and find's listing of it is the one
-# push.py kept when it built it (.stat-NAME: no file changed, added or gone,
-# not even its ctime; else push.py checks it file by file). Its time is
-# touched for gc. With a run, the log dirs are made 0700 and must be the
-# user's own, closed to others' writes.
+# this snapshot, which is a real dir, and nothing in it changed since push.py
+# marked it whole (no entry's ctime is past the mtime of .stat-NAME: no file
+# written, re-moded, added or removed; else push.py checks it file by file).
+# The marker is touched for gc. With a run, the log dirs are made 0700 and
+# must be the user's own, closed to others' writes.
 #
 # Args: STAGING_ROOT LOGS_ROOT USER NAME TREE [PROJECT RUN] (push.py's).
 # Answers one line: PUSH_HAVE DIR[\0LOGDIR], or PUSH_NEED (then the push
@@ -15,8 +15,8 @@
 # tpurun-embed: tokens
 d=$1/$3 n=$4 tree=$5
 if [ "$(readlink "$d/.tree-$tree" 2>/dev/null)" = "$n" ] && [ -d "$d/$n" ] && [ ! -L "$d/$n" ] &&
-  find "$d/$n" -mindepth 1 -printf "$SNAP_LISTING\\0%P\\0%l\\0" 2>/dev/null | cmp -s - "$d/.stat-$n" &&
-  touch -c "$d/$n" 2>/dev/null; then
+  [ -f "$d/.stat-$n" ] && [ -z "$(find "$d/$n" -cnewer "$d/.stat-$n" -print -quit 2>&1)" ] &&
+  touch -c "$d/.stat-$n" 2>/dev/null; then
   if [ $# -lt 7 ]; then
     printf '%s %s\n' "$PUSH_HAVE" "$d/$n"
   else

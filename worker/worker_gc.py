@@ -107,10 +107,17 @@ if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
     sys.exit(0)
 KEPT = (".manifest-", ".sums-", ".stat-")  # what push.py keeps beside a snapshot
 snap = re.compile(r"^[0-9]{12}-[a-z0-9]{6}-[0-9a-z]+-code$")
+def last_use(path, name):  # a snapshot's: each use touches its marker (push.py), not the dir
+    try:
+        return max(os.lstat(path).st_mtime, os.lstat(os.path.join(udir, ".stat-" + name)).st_mtime)
+    except OSError:
+        return os.lstat(path).st_mtime
+
+
 for name in sorted(os.listdir(udir)):
     path = os.path.join(udir, name)
     try:
-        age = now - os.lstat(path).st_mtime
+        age = now - last_use(path, name)
     except OSError:
         continue
     if name.startswith(".tmp-") and age > 3600:

@@ -49,7 +49,6 @@ const std::vector<std::pair<std::string, std::string>>& cpp_tokens() {
       {"PUSH_ERROR", kPushError},
       {"PUSH_MANIFEST", kPushManifest},
       {"PUSH_END", kPushEnd},
-      {"SNAP_LISTING", kSnapListing},
       {"MIRROR_APPEND", kMirrorAppend},
       {"MIRROR_WHOLE", kMirrorWhole},
       {"MIRROR_SPACE", kMirrorSpace},
