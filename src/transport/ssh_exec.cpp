@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <poll.h>
+
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <utility>
@@ -85,22 +88,36 @@ class SshExecStream : public ExecStream {
   }
 
  private:
-  // Up to a second of the session's packets (a window adjust among them);
-  // what the command writes meanwhile is kept for read(). The hook then.
+  // Until the worker opens the window again: what has come is handled at
+  // once (a window adjust among it; the command's output is kept for
+  // read()), then the session's socket is waited on, and the hook called
+  // each second the window stays shut.
   std::optional<TransportError> wait_for_window() {
-    constexpr int kWaitMs = 1000;
-    const int available = ssh_channel_poll_timeout(channel_, kWaitMs, 0);
-    if (available == SSH_ERROR) return broken("sending to the command failed");
-    if (available == SSH_EOF) return broken("the command stopped reading");
-    if (available > 0) {
-      std::string buf(static_cast<size_t>(std::min(available, 65536)), '\0');
-      const int n = ssh_channel_read_nonblocking(channel_, buf.data(), static_cast<uint32_t>(buf.size()), 0);
-      if (n < 0) return broken("reading the command's output failed");
-      pending_.append(buf.data(), static_cast<size_t>(n));
-    }
-    drain_stderr();
-    if (ssh_channel_window_size(channel_) == 0 && hook_ && !hook_()) {
-      return TransportError{ErrorKind::interrupted, "interrupted while the worker was not taking what was sent"};
+    using Clock = std::chrono::steady_clock;
+    auto hook_at = Clock::now() + std::chrono::seconds(1);
+    while (ssh_channel_window_size(channel_) == 0) {
+      const int available = ssh_channel_poll(channel_, 0);  // handles the packets that have come
+      if (available == SSH_ERROR) return broken("sending to the command failed");
+      if (available == SSH_EOF) return broken("the command stopped reading");
+      if (available > 0) {
+        std::string buf(static_cast<size_t>(std::min(available, 65536)), '\0');
+        const int n = ssh_channel_read_nonblocking(channel_, buf.data(), static_cast<uint32_t>(buf.size()), 0);
+        if (n < 0) return broken("reading the command's output failed");
+        pending_.append(buf.data(), static_cast<size_t>(n));
+        continue;
+      }
+      drain_stderr();
+      if (ssh_channel_window_size(channel_) > 0) break;
+      const auto now = Clock::now();
+      if (now >= hook_at) {
+        if (hook_ && !hook_()) {
+          return TransportError{ErrorKind::interrupted, "interrupted while the worker was not taking what was sent"};
+        }
+        hook_at = now + std::chrono::seconds(1);
+      }
+      pollfd socket{ssh_get_fd(session_), POLLIN, 0};
+      ::poll(&socket, 1,
+             static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(hook_at - now).count()) + 1);
     }
     return std::nullopt;
   }
