@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 
 #include "tpurun/fanout/fanout.hpp"
@@ -41,6 +42,7 @@ PushedRun push_to_workers(const StagePlan& plan, const StagedSnapshot& staged, c
   const auto& workers = reservations.workers();
   std::vector<Result<PushResult, std::string>> results(workers.size(), unexpected(std::string("not reserved")));
   const PushContent content(staged);
+  const auto started = std::chrono::steady_clock::now();
   std::atomic<size_t> done{0};
   std::atomic<std::uint64_t> sent{0};
   std::mutex progress;
@@ -92,7 +94,12 @@ PushedRun push_to_workers(const StagePlan& plan, const StagedSnapshot& staged, c
                                          "copy); nothing was started:\n{}",
                                          count_of(failed.size(), "worker"), fmt::join(failed, "\n")));
   }
-  if (had < workers.size()) confirm_reservations(reservations, plan.request.fanout);
+  // Each round trip there restarts the worker's watchdog (a perl process):
+  // asked only after a push long enough for a watchdog to matter.
+  constexpr auto kConfirmAfter = std::chrono::seconds(30);
+  if (had < workers.size() && std::chrono::steady_clock::now() - started > kConfirmAfter) {
+    confirm_reservations(reservations, plan.request.fanout);
+  }
   PushedRun pushed{results[0]->staged_dir, results[0]->log_dir};
   for (size_t i = 1; i < workers.size(); ++i) {
     if (results[i]->staged_dir != pushed.staged_dir || results[i]->log_dir != pushed.log_dir) {
