@@ -57,23 +57,23 @@ def old_runs():
     """The log dirs of done_runs under LOGS_ROOT/USER whose newest entry is
     older than the cutoff: (PROJECT/RUN, path, bytes). Only the user's own
     dirs, never through a symlink."""
+    def own(path):  # its lstat when it is a dir of ours (not a symlink), else None
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return st if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() else None
+
     base = os.path.join(logs, user)
-    try:
-        st = os.lstat(base)
-    except OSError:
-        return
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+    if own(base) is None:
         return
     for run in sorted(done_runs):
         parts = run.split("/")
         if len(parts) != 2 or "" in parts or ".." in parts or "." in parts:
             continue
         path = os.path.join(base, parts[0], parts[1])
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        st = own(path)
+        if st is None:
             continue
         newest, size = st.st_mtime, 0
         for top, dirs, files in os.walk(path):

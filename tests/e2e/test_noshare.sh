@@ -119,14 +119,16 @@ e2e_case damaged_snapshot "a snapshot on a worker changed in place (same size, m
 
 growing_file() {
   local run snap want i writer
-  # A log in the project that a writer appends to all through the stage.
+  # A log in the project that a writer appends to all through the stage
+  # (each line synced to disk, so that it grows at the disk's pace, not at
+  # once), until the stage has ended or 64 MiB.
   : >"$proj/growing.log"
   /usr/bin/python3 -c '
-import os, sys, time
+import os, sys
 with open(sys.argv[1], "ab", buffering=0) as f:
-    for n in range(16384):  # at most 64 MiB
+    for n in range(16384):
         f.write(b"%08d " % n + b"x" * 4086 + b"\n")
-        time.sleep(0.001)
+        os.fsync(f.fileno())
 ' "$proj/growing.log" &
   writer=$!
   wait_until "the writer's first bytes" 30 test -s "$proj/growing.log"
@@ -255,6 +257,6 @@ run_dir_removed() {
   wexec 0 -- pgrep -u alice -x sleep >/dev/null || fail "the watcher stopped the job of a run whose dir was removed"
   "$FAKEPOD" scrub --users alice >/dev/null
 }
-e2e_case run_dir_removed "a run's dir removed under its watcher: the watcher ends and leaves the jobs alone"
+e2e_case run_dir_removed "a run's dir removed under its watcher: the watcher ends and leaves the jobs alone" --needs kill_detached
 
 e2e_run

@@ -79,6 +79,10 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
     size_t& pos;
     ~Consumed() { buffer.erase(0, pos); }
   } consumed{buffer, pos};
+  // A run dir that was removed is not made again here (the watcher ends):
+  // looked at once per read, not per frame.
+  struct stat run_dir {};
+  const bool gone = ::stat(local_dir.c_str(), &run_dir) != 0 && errno == ENOENT;
   for (;;) {
     const size_t nl = buffer.find('\n', pos);
     if (nl == std::string::npos) return true;
@@ -105,8 +109,7 @@ bool apply_mirror_frames(const std::string& local_dir, std::string& buffer, Mirr
     const std::string path = buffer.substr(nl + 1, path_len);
     const std::string_view data(buffer.data() + nl + 1 + path_len, len);
     if (!safe_relative(path)) return false;
-    if (struct stat st {}; ::stat(local_dir.c_str(), &st) != 0 && errno == ENOENT) {
-      // The run's dir was removed: it is not made again here (the watcher ends).
+    if (gone) {
       pos = nl + 1 + path_len + len;
       continue;
     }

@@ -211,7 +211,7 @@ TEST_F(PushTest, TheObjectStoreOfEarlierBuildsIsNotTrusted) {
   }
   auto pushed = push(s);
   ASSERT_TRUE(pushed.ok()) << pushed.error();
-  // Its objects are named by an XXH3 that the worker's python3 cannot check:
+  // Its objects are named by an XXH3 that the worker's Python cannot check:
   // nothing there is trusted, and the content is sent again.
   EXPECT_EQ(pushed->objects_sent, 4u);
   EXPECT_EQ(read(pushed->staged_dir + "/data/big.bin").size(), 300u * 1024);
