@@ -10,6 +10,7 @@
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/ui/doctor_view.hpp"
 #include "tpurun/ui/report.hpp"
+#include "tpurun/util/cancel.hpp"
 #include "tpurun/util/text.hpp"
 
 namespace tpurun::cli {
@@ -31,6 +32,7 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
   } catch (const ConfigError&) {
     throw;  // the config itself is wrong: file:line says where
   } catch (const std::exception& e) {
+    if (ctx.cancel.cancelled()) return interrupt_exit_code();  // Ctrl-C during describe: not a finding
     std::vector<Finding> cannot{{Finding::Severity::error, "gcloud", {}, e.what(), ""}};
     if (o.json) {
       print_json(ctx.out, findings_to_json(ctx.pod_request.pod.value_or(""), 0, cannot));
@@ -47,7 +49,7 @@ int run_doctor(const DoctorOptions& o, Context& ctx) {
   const auto workers = gather_worker_facts(target.workers, *transport, o.target.fanout, ctx.cancel, probe);
   remove_probe(probe);
   printer.clear_progress();
-  if (ctx.cancel.cancelled()) return 130;
+  if (ctx.cancel.cancelled()) return interrupt_exit_code();
 
   const std::vector<Finding> findings = judge(local, workers);
   if (o.json) {

@@ -4,7 +4,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 #include "cli/doctor.hpp"
@@ -25,7 +29,11 @@ UpJob make_job(const PodConfig& pod, const UpOptions& o, Context& ctx) {
   job.fanout = o.fanout;
   job.keep = o.keep;
   if (!o.max_queued.empty()) {
-    job.max_queued = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(o.max_queued));
+    const auto max_queued = parse_duration(o.max_queued);
+    if (max_queued.count() > 0 && max_queued < std::chrono::seconds(1)) {
+      throw UsageError("--max-queued must be 0 (no limit) or at least 1s: " + o.max_queued + " would round to 0");
+    }
+    job.max_queued = std::chrono::duration_cast<std::chrono::seconds>(max_queued);
   }
   job.poll = parse_duration(o.poll);
   if (job.poll.count() <= 0) throw UsageError("--poll must be positive");
@@ -58,6 +66,12 @@ int finish(const UpJob& job, const UpResult& r, LinePrinter& printer, Context& c
     printer.note(fmt::format("times: create to READY {:.1f}s; then up's own steps {:.1f}s (keys, workers answering) "
                              "and doctor {:.1f}s; setup {:.1f}s",
                              r.provision_s, r.own_s, doctor_s, r.setup_s));
+  }
+  if (ctx.cancel.cancelled()) {
+    // Interrupted during doctor: the pod is up, and nothing was judged.
+    printer.note(fmt::format("up interrupted during doctor: pod '{}' is up ({}), but not checked: `tpurun doctor` "
+                             "checks it", job.pod, where));
+    return interrupt_exit_code();
   }
   if (doctor_exit != 0) {
     printer.note(fmt::format("pod '{}' is up ({}), but doctor found errors (above): fix them before `tpurun stage`",
@@ -93,6 +107,12 @@ int run_up(const UpOptions& o, Context& ctx) {
   request.need_workers = false;
   PodConfig pod = load_pod(request, ctx.env, ctx.processes);
   UpJob job = make_job(pod, o, ctx);
+  // The setup path is checked before anything is made: a typo found only
+  // after the VM is READY costs a VM (and, missed, reads as an empty setup).
+  if (!job.setup_script.empty() && ::access(job.setup_script.c_str(), R_OK) != 0) {
+    throw UsageError(fmt::format("pod '{}': its \"setup\" script {} cannot be read: {}; nothing was made", pod.name,
+                                 job.setup_script, std::strerror(errno)));
+  }
   if (o.dry_run) {
     fmt::print(ctx.out, "up --dry-run: pod '{}', TPU VM {} ({}, {}, {}), {}; nothing is created\n", pod.name,
                job.gcloud.name, job.create.accelerator_type, job.create.runtime_version, create_tier(job.create),

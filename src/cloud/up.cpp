@@ -6,7 +6,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "owner_rule.hpp"
@@ -154,11 +158,12 @@ class Up {
       return true;
     }
     PodSetup s;
-    try {
-      s.script = read_small_file(job_.setup_script);
-    } catch (const std::exception& e) {
-      return failed(fmt::format("cannot read the pod's setup script {}: {}", job_.setup_script, e.what()));
+    // read_small_file says "" for a file it cannot open: ask first, so a
+    // script removed since `up` began is an error, not an empty setup.
+    if (::access(job_.setup_script.c_str(), R_OK) != 0) {
+      return failed(fmt::format("cannot read the pod's setup script {}: {}", job_.setup_script, std::strerror(errno)));
     }
+    s.script = read_small_file(job_.setup_script);
     s.log_path = result_.setup_log = job_.state_dir + "/up-" + job_.pod + ".setup.log";
     s.title = fmt::format("setup of TPU VM {} (id {})", node.name, node.id);
     s.fanout = job_.fanout;

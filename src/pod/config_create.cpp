@@ -47,7 +47,10 @@ std::chrono::seconds read_max_queued(const ConfigNode& node) {
     return std::chrono::seconds(s);
   }
   try {
-    return std::chrono::duration_cast<std::chrono::seconds>(parse_duration(node.as_nonempty_string()));
+    const auto d = parse_duration(node.as_nonempty_string());
+    // Under a second would round to 0, which means "no limit": the opposite.
+    if (d.count() > 0 && d < std::chrono::seconds(1)) node.fail("must be 0 (no limit) or at least 1s");
+    return std::chrono::duration_cast<std::chrono::seconds>(d);
   } catch (const UsageError& e) {
     node.fail(fmt::format("{} (a duration such as \"30m\" or \"2h\"; 0 waits as long as it takes)", e.what()));
   }

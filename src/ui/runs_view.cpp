@@ -136,7 +136,8 @@ std::string preemption_text(const Preemption& p) {
   std::string text = fmt::format("{} {}: TPU VM {} {} (attempt {})", p.state == "NOT_FOUND" ? "deleted" : "preempted",
                                  p.at, p.tpu, p.state == "NOT_FOUND" ? "gone" : p.state, p.attempt);
   if (p.recreated()) {
-    text += fmt::format("; recreated (id {} → {})", p.node_id.empty() ? "-" : p.node_id, p.new_id);
+    text += p.node_id.empty() ? fmt::format("; recreated (new id {})", p.new_id)
+                              : fmt::format("; recreated (id {} → {})", p.node_id, p.new_id);
     if (p.resumed_attempt > 0) {
       text += fmt::format(", down {}, resumed as attempt {}", format_age(static_cast<long long>(p.down_s + 0.5)),
                           p.resumed_attempt);

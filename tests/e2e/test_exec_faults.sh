@@ -32,9 +32,24 @@ blackholed_worker() {
   expect_exit 255 as_user alice "$TPURUN" --config "$cfg" exec --raw -- echo ok
   assert_eq "$(ok_count)" "$((N - 1))"
   assert_contains "$ERR" "w2 $(worker_ip 2): connect timed out after 2s"
+  # Ctrl-C while doctor waits on that worker: 130 and no report (issue 39
+  # finding 16: an interrupted doctor read as "doctor found errors").
+  local doctor_pid rc=0
+  sed 's/"connect_timeout_s": *[0-9]*/"connect_timeout_s": 60/' "$FAKEPOD_CONFIG" >"$cfg"
+  as_user alice "$TPURUN" --config "$cfg" doctor >"$SCRATCH/doctor.out" 2>"$SCRATCH/doctor.err" &
+  doctor_pid=$!
+  on_exit "kill $doctor_pid 2>/dev/null"
+  wait_until "doctor to connect to the blackholed w2" 60 doctor_dials_w2
+  kill -INT "$(client_pid "$doctor_pid")"
+  wait "$doctor_pid" || rc=$?
+  assert_eq "$rc" 130 "doctor's exit on Ctrl-C ($(cat "$SCRATCH/doctor.err"))"
+  assert_not_contains "$(cat "$SCRATCH/doctor.out")" "error" "a report after Ctrl-C"
   fakepod start-worker 2
 }
-e2e_case blackholed_worker "a worker that accepts TCP but never speaks SSH: the connect timeout fires"
+doctor_dials_w2() {  # a TCP connection of tpurun doctor's to w2's sshd (the blackhole accepted it)
+  ss -tnpH state established dst "$(worker_ip 2):22" | grep -q '"tpurun"'
+}
+e2e_case blackholed_worker "a worker that accepts TCP but never speaks SSH: the connect timeout fires; Ctrl-C there ends doctor with 130"
 
 changed_host_key() {
   local line

@@ -89,8 +89,18 @@ up_dry_run() {
   assert_contains "$OUT" "gcloud compute tpus queued-resources delete qup --zone $Z3 --project sim-proj --force --quiet, then the next zone"
   assert_contains "$OUT" "setup: bash -s < $proj/setup.sh on every worker"
   assert_not_contains "$(api_log_since "$api_before")" "POST" "a dry run created something"
+  # Issue 39 finding 14: a typo in "setup" is named before anything is made
+  # (it was "setup ... ok" after the VM was READY: an unreadable file read as "").
+  sed 's/"setup": "setup.sh"/"setup": "setpu.sh"/' "$proj/tpurun.json" >"$proj/typo.json"
+  chown alice "$proj/typo.json"
+  expect_exit 2 t alice --config "$proj/typo.json" up --poll 500ms
+  assert_contains "$ERR" "pod 'qup': its \"setup\" script $proj/setpu.sh cannot be read: No such file or directory; nothing was made"
+  expect_exit 2 t alice --config "$proj/typo.json" up --dry-run
+  expect_exit 2 t alice up --dry-run --max-queued 500ms  # it was "no limit" (rounded to 0)
+  assert_contains "$ERR" "--max-queued must be 0 (no limit) or at least 1s: 500ms would round to 0"
+  assert_not_contains "$(api_log_since "$api_before")" "POST" "up with a setup typo created something"
 }
-e2e_case up_dry_run "up --dry-run: the exact gcloud commands, zone by zone; nothing is created"
+e2e_case up_dry_run "up --dry-run: the exact gcloud commands, zone by zone; nothing is created; a setup typo is named first"
 
 # ------------------------------------------------------------------ queued, three zones
 queued_three_zones() {

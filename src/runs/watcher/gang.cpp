@@ -185,6 +185,17 @@ GangAction GangMonitor::finish(bool stop_requested) {
 void GangMonitor::give_up() {
   if (is_final(state_.verdict)) return;
   state_.verdict = state_.first_failure && state_.first_failure->how == "lost" ? RunVerdict::lost : RunVerdict::failed;
+  not_restarted("the run ended before its restart");
+}
+
+// A run that ends while its workers wait for a restart: their jobs were
+// stopped for it, and no new one came (an ended run never says "restarting").
+void GangMonitor::not_restarted(const std::string& why) {
+  for (WorkerStatus& w : state_.workers) {
+    if (w.state != WorkerState::restarting) continue;
+    w.state = WorkerState::stopped;
+    w.detail += (w.detail.empty() ? "" : "; ") + why;
+  }
 }
 
 void GangMonitor::stalled(Time now, const std::string& detail, bool may_restart) {
@@ -248,6 +259,7 @@ void GangMonitor::recreate_failed(const std::string& why) {
   state_.preemptions.back().action = "not recreated";
   state_.preemptions.back().why = why;
   state_.verdict = RunVerdict::preempted;
+  not_restarted("not recreated: " + why);
 }
 
 void GangMonitor::resume(const std::vector<Preemption>& earlier) {

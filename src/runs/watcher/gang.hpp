@@ -121,6 +121,7 @@ class GangMonitor {
   void gang_failed(Time now, const std::string& how, const std::string& detail, bool may_restart);
   bool all_ended() const;
   GangAction finish(bool stop_requested);
+  void not_restarted(const std::string& why);
 
   GangPolicy policy_;
   RunState state_;

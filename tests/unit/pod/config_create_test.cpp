@@ -58,6 +58,9 @@ TEST_F(ConfigSchemaTest, CreateErrorsSayWhere) {
             "tpurun.json:6: pods.v4.create.zones: list at least one zone, or leave \"zones\" out for gcloud.zone");
   EXPECT_EQ(error(pod_with_create(R"({"accelerator_type": "v4-16", "runtime_version": "b", "queued": false, "max_queued": "1h"})")),
             "tpurun.json:6: pods.v4.create.max_queued: bounds a queued resource's wait; it needs \"queued\": true");
+  // Under a second would round to 0, "no limit" (issue 39, finding 17).
+  EXPECT_EQ(error(pod_with_create(R"({"accelerator_type": "v4-16", "runtime_version": "b", "max_queued": "500ms"})")),
+            "tpurun.json:6: pods.v4.create.max_queued: must be 0 (no limit) or at least 1s");
   EXPECT_EQ(error(pod_with_create(R"({"accelerator_type": "v4-16", "runtime_version": "b", "zone": "x"})")),
             "tpurun.json:6: pods.v4.create.zone: unknown key (did you mean 'zones'?)");
   EXPECT_EQ(error(pod_with("      \"create\": {},\n")),

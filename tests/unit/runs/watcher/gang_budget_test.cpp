@@ -159,6 +159,10 @@ TEST(GangBudget, ARecreateThatFailsEndsTheRunAndSaysWhy) {
   EXPECT_EQ(gang.state().max_attempts, 1);
   EXPECT_EQ(gang.state().preemptions.at(0).action, "not recreated");
   EXPECT_EQ(gang.state().preemptions.at(0).why, "pod 'rc' is claimed by bob");
+  for (const WorkerStatus& w : gang.state().workers) {
+    EXPECT_EQ(w.state, WorkerState::stopped);
+    EXPECT_NE(w.detail.find("not recreated: pod 'rc' is claimed by bob"), std::string::npos) << w.detail;
+  }
 }
 
 TEST(GangBudget, AResumedWatcherKeepsTheAttemptsEarlierPreemptionsGranted) {

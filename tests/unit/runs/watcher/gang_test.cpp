@@ -171,6 +171,9 @@ TEST(GangMonitor, GiveUpTurnsRestartingIntoFailed) {
   gang.observe({}, t0, false);
   gang.give_up();
   EXPECT_EQ(gang.state().verdict, RunVerdict::failed);
+  // An ended run never shows a worker "restarting" (issue 39, finding 17).
+  EXPECT_EQ(gang.state().workers.at(0).state, WorkerState::stopped);
+  EXPECT_EQ(gang.state().workers.at(0).detail, "exited 4; the run ended before its restart");
 }
 
 TEST(DescribeExit, CodesAndSignals) {
