@@ -72,6 +72,22 @@ int down_pod(const PodConfig& pod, const DownOptions& o, Context& ctx) {
   return 0;
 }
 
+std::optional<std::string> down_refused_now(const PodConfig& pod, Context& ctx) {
+  DownJob job = down_job_for(pod, ctx.env, false);
+  auto transport = ctx.make_transport(pod);
+  DownIo io{ctx.processes, *transport, ctx.cancel, [](const std::string&) {}};
+  const DownFacts facts = find_down_facts(job, pod.create ? pod.create->zones : std::vector<std::string>{}, io);
+  if (!facts.describe_error.empty()) return "gcloud could not say what is there: " + facts.describe_error;
+  if (nothing_left(facts)) return std::nullopt;
+  if (auto why = down_refusal(facts, job.user, false)) {
+    // down's "--force deletes it anyway" is `tpurun down --force` here: stage has no such flag.
+    std::string text = *why;
+    if (const auto at = text.find("--force"); at != std::string::npos) text.replace(at, 7, "`tpurun down --force`");
+    return down_facts_text(facts, job.gcloud) + ": " + text;
+  }
+  return std::nullopt;
+}
+
 int run_down(const DownOptions& o, Context& ctx) {
   PodRequest request = ctx.pod_request;
   request.need_workers = false;

@@ -218,6 +218,14 @@ int run_stage(const StageOptions& o, Context& ctx) {
     throw UsageError(fmt::format("--down: pod '{}' is not one gcloud TPU VM; there is nothing for tpurun to delete",
                                  plan.target.pod.name));
   }
+  if (o.down) {
+    // down's rules now, not after the run (issue 39, finding 13): another
+    // user's VM is refused before anything starts, --dry-run included.
+    if (auto why = down_refused_now(plan.target.pod, ctx)) {
+      throw UsageError(fmt::format("--down: pod '{}': its TPU VM would not be deleted once the run ends: {}; "
+                                   "nothing was started", plan.target.pod.name, *why));
+    }
+  }
   if (o.dry_run) {
     print_dry_run(plan, ctx.out);
     if (o.down) {

@@ -214,6 +214,58 @@ std::optional<std::string> find_config_file(const std::optional<std::string>& ex
   return std::nullopt;
 }
 
+namespace {
+
+// The pod's "create" zones other than the one its gcloud spec names now.
+std::vector<std::string> other_zones(const PodConfig& pod) {
+  std::vector<std::string> zones;
+  if (!pod.create) return zones;
+  for (const std::string& z : pod.create->zones) {
+    if (z != pod.gcloud->zone) zones.push_back(z);
+  }
+  return zones;
+}
+
+// A kept describe in the pod's zone, else in another of its "create" zones
+// (the pod's spec moved there).
+std::optional<TpuNode> read_kept_describe_in_zones(PodConfig& pod, const Environment& env) {
+  if (auto kept = read_kept_describe(*pod.gcloud, env)) return kept;
+  for (const std::string& zone : other_zones(pod)) {
+    GcloudSpec there = *pod.gcloud;
+    there.zone = zone;
+    if (auto kept = read_kept_describe(there, env)) {
+      pod.gcloud->zone = zone;
+      return kept;
+    }
+  }
+  return std::nullopt;
+}
+
+// One VM per pod, wherever its "create" zones put it: not found in the pod's
+// zone (the config's, or where this user's `up` made it), the other zones
+// are asked in order. Another user's `up` may have made it there (a shared
+// config: issue 39, finding 8). Not found anywhere: the first zone's answer.
+TpuNode describe_in_zones(PodConfig& pod, ProcessRunner& runner, const Environment& env) {
+  try {
+    return describe_node(pod.name, *pod.gcloud, runner);
+  } catch (const TpuUnavailable&) {
+    forget_describe(*pod.gcloud, env);  // deleted: nothing kept may say otherwise
+    for (const std::string& zone : other_zones(pod)) {
+      GcloudSpec there = *pod.gcloud;
+      there.zone = zone;
+      try {
+        TpuNode node = describe_node(pod.name, there, runner);
+        pod.gcloud->zone = zone;
+        return node;
+      } catch (const TpuUnavailable&) {
+      }
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
 PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRunner& runner) {
   auto path = find_config_file(request.config_path, env);
   auto requested = requested_pod(request, env);
@@ -242,18 +294,12 @@ PodConfig load_pod(const PodRequest& request, const Environment& env, ProcessRun
   } else if (!pod.slices.empty()) {
     resolve_slices(pod, config, runner);
   } else if (pod.gcloud) {
-    if (auto kept = request.describe_fresh ? std::nullopt : read_kept_describe(*pod.gcloud, env)) {
+    if (auto kept = request.describe_fresh ? std::nullopt : read_kept_describe_in_zones(pod, env)) {
       pod.workers = kept->workers;
       pod.describe_json = kept->json;
       pod.workers_from_cache = true;
     } else {
-      TpuNode node;
-      try {
-        node = describe_node(pod.name, *pod.gcloud, runner);
-      } catch (const TpuUnavailable&) {
-        forget_describe(*pod.gcloud, env);  // deleted: nothing kept may say otherwise
-        throw;
-      }
+      TpuNode node = describe_in_zones(pod, runner, env);
       if (!node.ready()) forget_describe(*pod.gcloud, env);
       pod.workers = ready_workers(pod, node);
       pod.describe_json = node.json;

@@ -182,12 +182,23 @@ down_rules() {
   assert_contains "$ERR" "needs --yes"
   expect_exit 1 t bob down --yes
   assert_contains "$ERR" "tpurun made it for alice, not for you"
+  # stage --down of alice's VM: refused before bob's run starts (it was after it)
+  local bob_runs
+  expect_exit 0 t bob runs --json --no-check
+  bob_runs=$(json_get "$OUT" 'len(d["runs"])')
+  expect_exit 2 t bob stage --down --dry-run -- true
+  assert_contains "$ERR" "--down: pod 'qup': its TPU VM would not be deleted once the run ends: "
+  assert_contains "$ERR" "tpurun made it for alice, not for you; \`tpurun down --force\` deletes it anyway; nothing was started"
+  expect_exit 2 t bob stage --down -- true
+  assert_contains "$ERR" "nothing was started"
+  expect_exit 0 t bob runs --json --no-check
+  assert_eq "$(json_get "$OUT" 'len(d["runs"])')" "$bob_runs" "bob's runs after a refused stage --down"
   expect_exit 0 t alice down --dry-run
   assert_contains "$OUT" "queued resource qup: ACTIVE (made by tpurun for alice)"
   assert_contains "$OUT" "gcloud compute tpus queued-resources delete qup --zone $Z3 --project sim-proj --force --quiet"
   assert_eq "$(node_zone qup)" "$Z3" "a dry run deleted"
 }
-e2e_case down_rules "down: --yes needed; bob may not delete alice's VM; --dry-run deletes nothing" --needs recreate_queued
+e2e_case down_rules "down: --yes needed; bob may not delete alice's VM (nor stage --down on it); --dry-run deletes nothing" --needs recreate_queued
 
 stage_down() {
   expect_exit 0 t alice stage --down -- sh -c 'echo "ran on $TPURUN_WORKER"'

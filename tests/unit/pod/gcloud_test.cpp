@@ -6,6 +6,7 @@
 #include "fakes/temp_dir.hpp"
 #include "pod/gcloud_fixtures.hpp"
 #include "tpurun/pod/config.hpp"
+#include "tpurun/pod/describe_cache.hpp"
 #include "tpurun/pod/tpu_node.hpp"
 
 namespace tpurun {
@@ -197,6 +198,52 @@ TEST_F(GcloudPodLoadTest, ADeletedTpuVmIsNamedAsSuch) {
                          "'projects/my-proj/locations/us-central2-b/nodes/kmh-tpuvm-v4-32-1' was not found\n"};
   EXPECT_THAT(load_error(), HasSubstr("pod 'v4-32': TPU VM kmh-tpuvm-v4-32-1 was not found in zone us-central2-b "
                                       "of project my-proj: it was deleted"));
+}
+
+// gcloud with the TPU VM in one zone only: NOT_FOUND anywhere else.
+class OneZoneGcloud : public FakeProcessRunner {
+ public:
+  explicit OneZoneGcloud(std::string zone) : zone_(std::move(zone)) {}
+  ProcessResult run(const std::vector<std::string>& argv, const std::string& stdin_data,
+                    const std::optional<std::string>& cwd) override {
+    FakeProcessRunner::run(argv, stdin_data, cwd);
+    for (size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == "--zone" && argv[i + 1] == zone_) return {0, kDescribeV4_32, ""};
+    }
+    return {1, "", "ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: Resource 'x' was not found\n"};
+  }
+
+ private:
+  std::string zone_;
+};
+
+TEST_F(GcloudPodLoadTest, ASharedConfigFindsTheVmInAnotherOfItsCreateZones) {
+  // given a pod whose "create" zones are two, and its VM (another user's up made it) in the second
+  temp_.write("tpurun.json", R"({ "pods": { "v4-32": {
+        "gcloud": { "name": "kmh-tpuvm-v4-32-1", "zone": "us-central2-b", "project": "my-proj" },
+        "create": { "accelerator_type": "v4-32", "runtime_version": "b", "zones": ["us-central2-b", "us-east1-d"] },
+        "staging_root": "/mnt/nfs/staging", "logs_root": "/mnt/nfs/logs" } } })");
+  OneZoneGcloud gcloud("us-east1-d");
+  // when the pod is loaded (no placement of this user's says where)
+  PodConfig pod = load_pod({}, env_, gcloud);
+  // then the config's zone is asked first, then the next: found there (issue 39, finding 8)
+  ASSERT_EQ(gcloud.calls.size(), 2u);
+  EXPECT_EQ(pod.gcloud->zone, "us-east1-d");
+  EXPECT_EQ(pod.workers.size(), 4u);
+  // and the next load reads the kept answer of that zone: no gcloud call
+  OneZoneGcloud again("us-east1-d");
+  EXPECT_EQ(load_pod({}, env_, again).gcloud->zone, "us-east1-d");
+  EXPECT_TRUE(again.calls.empty());
+  // and in no zone at all: the first zone's "not found"
+  OneZoneGcloud nowhere("europe-west4-a");
+  forget_describe(GcloudSpec{"kmh-tpuvm-v4-32-1", "us-east1-d", "my-proj", true}, env_);
+  try {
+    load_pod({}, env_, nowhere);
+    FAIL() << "no error";
+  } catch (const TpuUnavailable& e) {
+    EXPECT_THAT(e.what(), HasSubstr("was not found in zone us-central2-b"));
+  }
+  EXPECT_EQ(nowhere.calls.size(), 2u);
 }
 
 TEST_F(GcloudPodLoadTest, ReadingCommandsDoNotDescribe) {
