@@ -86,8 +86,10 @@ if mkdir -p "$stacksd/py" 2>/dev/null && cat >"$stacksd/py/sitecustomize.py.$$" 
 # tpurun-embed: include sitecustomize.py
 TPURUN_SITECUSTOMIZE
   mv -f "$stacksd/py/sitecustomize.py.$$" "$stacksd/py/sitecustomize.py"; then
+  # The dir, single-quoted for the job's shell (the wrappers do not pass tmpd on).
+  quoted=$(printf '%s\n' "$stacksd" | sed "s/'/'\\\\''/g")
   job_env="$job_env
-$STACKS_DIR_VARIABLE=\$tmpd/stacks/w$worker; export $STACKS_DIR_VARIABLE
+$STACKS_DIR_VARIABLE='$quoted'; export $STACKS_DIR_VARIABLE
 PYTHONPATH=\$$STACKS_DIR_VARIABLE/py\${PYTHONPATH:+:\$PYTHONPATH}; export PYTHONPATH"
 fi
 export pidf exitf job_env tmpd

@@ -8,7 +8,7 @@
 #     signal and reads the dump. faulthandler writes from the signal handler
 #     itself, so a main thread stuck in C code still answers; the job's own
 #     handlers (SIGUSR1, SIGUSR2, any other) are never called by a capture;
-#   - notes each thread's name in <pid>-<start time>.names as it starts
+#   - notes each thread's name in <pid>-<start time>.names once started
 #     (faulthandler prints thread ids only);
 #   - imports the sitecustomize that would otherwise have run (Debian's and
 #     Ubuntu's python3 ship one).
@@ -64,12 +64,14 @@ def _install():
     if signal.getsignal(signal.SIGRTMIN + STACKS_SIGNAL_OFFSET) != signal.SIG_DFL:
         return  # the signal is someone else's: no capture in this process
     _register()
-    started = threading.Thread._bootstrap_inner
+    start = threading.Thread.start
 
-    def _bootstrap_inner(self):
-        _note_thread(threading.get_ident(), self.name)
-        return started(self)
-    threading.Thread._bootstrap_inner = _bootstrap_inner
+    def _start(self):
+        # Noted by the starting thread once the new one has its ident: no
+        # frame of tpurun's in the new thread's stack.
+        start(self)
+        _note_thread(self.ident, self.name)
+    threading.Thread.start = _start
     # A forked child (multiprocessing) dumps into files of its own pid.
     os.register_at_fork(after_in_child=_register)
 

@@ -19,15 +19,17 @@ std::string command_shape(const std::string& command) {
     size_t end = command.find(' ', start);
     if (end == std::string::npos) end = command.size();
     const std::string w = command.substr(start, end - start);
-    shape += (word ? " " : "") + w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1);
+    shape += (word ? " " : "") + w.substr(w.rfind('/') + 1);
     start = end + 1;
   }
   return shape;
 }
 
+// A thread's functions and their files' names (a venv, a snapshot or the
+// run's dir may be another path on each worker).
 std::string thread_key(const StackThread& t) {
   std::string key = t.name + ":";
-  for (const StackFrame& f : t.frames) key += f.function + "@" + f.file + ";";
+  for (const StackFrame& f : t.frames) key += f.function + "@" + f.file.substr(f.file.rfind('/') + 1) + ";";
   return key;
 }
 
