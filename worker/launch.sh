@@ -88,10 +88,12 @@ TPURUN_SITECUSTOMIZE
   mv -f "$stacksd/py/sitecustomize.py.$$" "$stacksd/py/sitecustomize.py"; then
   # The dir, single-quoted for the job's shell (the wrappers do not pass tmpd on).
   quoted=$(printf '%s\n' "$stacksd" | sed "s/'/'\\\\''/g")
+  # shellcheck disable=SC2089 # its quotes are for the job's shell, which evals job_env
   job_env="$job_env
 $STACKS_DIR_VARIABLE='$quoted'; export $STACKS_DIR_VARIABLE
 PYTHONPATH=\$$STACKS_DIR_VARIABLE/py\${PYTHONPATH:+:\$PYTHONPATH}; export PYTHONPATH"
 fi
+# shellcheck disable=SC2090 # job_env is evaluated by the job's shell, quotes and all
 export pidf exitf job_env tmpd
 # Fd 9, when open, is this worker's reservation (reserve.sh): the wrapper
 # keeps it while the job runs, and the job does not get it.
