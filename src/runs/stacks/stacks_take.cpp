@@ -6,11 +6,27 @@
 #include "tpurun/fanout/fanout.hpp"
 #include "tpurun/runs/stacks/stacks.hpp"
 #include "tpurun/staging/push.hpp"
+#include "tpurun/tpu/metrics.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/worker/programs.hpp"
 #include "tpurun/worker/tokens.hpp"
 
 namespace tpurun {
+
+namespace {
+
+// The worker's chips' duty cycle, averaged; none where libtpu does not answer.
+std::optional<double> mean_duty_cycle(const TpuMetricsOutcome& outcome) {
+  const TpuFigures* figures = std::get_if<TpuFigures>(&outcome);
+  double sum = 0;
+  int n = 0;
+  for (const ChipFigures& chip : figures ? figures->chips : std::vector<ChipFigures>{}) {
+    if (chip.duty_cycle_pct) sum += *chip.duty_cycle_pct, ++n;
+  }
+  return n > 0 ? std::optional<double>(sum / n) : std::nullopt;
+}
+
+}  // namespace
 
 bool WorkerStacks::has_stack() const {
   for (const StackProcess& p : processes) {
@@ -53,23 +69,23 @@ WorkerStacks parse_stacks_answer(const Worker& worker, const std::string& out, c
 
 std::vector<WorkerStacks> take_stacks(const std::vector<Worker>& workers, Transport& transport,
                                       const StacksRequest& request, const CancelToken& cancel) {
-  FanoutPlan plan;
-  plan.workers = workers;
-  plan.fanout = request.fanout;
-  plan.capture = true;
-  plan.command_for = [&](const Worker& w) { return stacks_command(request, w); };
-  std::vector<WorkerStacks> out;
-  for (const WorkerOutcome& o : run_on_workers(plan, transport, {}, cancel)) {
-    if (const TransportError* e = o.error()) {
-      WorkerStacks s;
-      s.worker = o.worker;
-      s.unreachable = e->kind != ErrorKind::interrupted && e->kind != ErrorKind::deadline;
-      s.error = e->message;
-      out.push_back(std::move(s));
-    } else {
-      out.push_back(parse_stacks_answer(o.worker, o.out, o.err));
+  std::vector<WorkerStacks> out(workers.size());
+  run_parallel(workers.size(), request.fanout, [&](size_t i) {
+    auto failed = [&](const TransportError& e) {
+      out[i].worker = workers[i];
+      out[i].unreachable = e.kind != ErrorKind::interrupted && e.kind != ErrorKind::deadline;
+      out[i].error = e.message;
+    };
+    auto connection = transport.connect(workers[i], cancel);
+    if (!connection) return failed(connection.error());
+    CaptureSink sink;
+    auto ran = (*connection)->run(stacks_command(request, workers[i]), sink, cancel);
+    if (!ran) return failed(ran.error());
+    out[i] = parse_stacks_answer(workers[i], sink.out, sink.err);
+    if (request.duty_cycle && out[i].error.empty()) {
+      out[i].duty_cycle_pct = mean_duty_cycle(fetch_tpu_metrics(**connection, MetricsEndpoint{}, cancel));
     }
-  }
+  });
   return out;
 }
 

@@ -55,9 +55,11 @@ struct StacksRequest {
   bool native = false;          // py-spy dump --native where it is on PATH
   int fanout = 64;
   long long bound_ms = 0;  // the whole command's bound on a worker; 0: from timeout_ms
+  bool duty_cycle = true;  // ask libtpu's metrics too, as top does (the flight recorder does not wait for them)
 };
 
-// stacks_take: worker/stacks.py on every worker at once, as the login user.
+// stacks_take: worker/stacks.py on every worker at once, as the login user,
+// then, on the same connection, libtpu's duty cycle where it answers.
 RemoteCommand stacks_command(const StacksRequest& request, const Worker& worker);
 // The program's answer on worker w; error set when it is not one.
 WorkerStacks parse_stacks_answer(const Worker& worker, const std::string& out, const std::string& err);
