@@ -78,6 +78,22 @@ fi
 # out that name only, never a job's file for its spelling).
 tmpd=$logdir/$LOG_TMP_DIR
 mkdir -p "$tmpd" 2>/dev/null || tmpd=$logdir
+# tpurun stacks' bootstrap (sitecustomize.py; docs/stacks.md): first on the
+# job's PYTHONPATH, its dumps beside it, this worker's own dir (a shared log
+# dir is every worker's). Where it cannot be written, the job runs without it.
+stacksd=$tmpd/stacks/w$worker
+if mkdir -p "$stacksd/py" 2>/dev/null && cat >"$stacksd/py/sitecustomize.py.$$" <<'TPURUN_SITECUSTOMIZE' &&
+# tpurun-embed: include sitecustomize.py
+TPURUN_SITECUSTOMIZE
+  mv -f "$stacksd/py/sitecustomize.py.$$" "$stacksd/py/sitecustomize.py"; then
+  # The dir, single-quoted for the job's shell (the wrappers do not pass tmpd on).
+  quoted=$(printf '%s\n' "$stacksd" | sed "s/'/'\\\\''/g")
+  # shellcheck disable=SC2089 # its quotes are for the job's shell, which evals job_env
+  job_env="$job_env
+$STACKS_DIR_VARIABLE='$quoted'; export $STACKS_DIR_VARIABLE
+PYTHONPATH=\$$STACKS_DIR_VARIABLE/py\${PYTHONPATH:+:\$PYTHONPATH}; export PYTHONPATH"
+fi
+# shellcheck disable=SC2090 # job_env is evaluated by the job's shell, quotes and all
 export pidf exitf job_env tmpd
 # Fd 9, when open, is this worker's reservation (reserve.sh): the wrapper
 # keeps it while the job runs, and the job does not get it.

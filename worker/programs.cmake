@@ -5,10 +5,10 @@
 #
 # The programs the binary holds (include/tpurun/worker/programs.hpp names them):
 set(TPURUN_WORKER_EMBED scan.sh kill.sh clean.sh reserve.sh launch.sh push_have.sh
-  doctor_probe.sh profile_listener.sh push.py worker_gc.py log_mirror.py)
+  doctor_probe.sh profile_listener.sh push.py worker_gc.py log_mirror.py stacks.py)
 # Programs that another one carries in a heredoc: linted and tested as what
 # they are, embedded inside that one.
-set(TPURUN_WORKER_INNER fd_walk.pl job_wrapper.pl job_wrapper.sh doctor_versions.py)
+set(TPURUN_WORKER_INNER fd_walk.pl job_wrapper.pl job_wrapper.sh doctor_versions.py sitecustomize.py)
 set(TPURUN_WORKER_PROGRAMS ${TPURUN_WORKER_EMBED} ${TPURUN_WORKER_INNER})
 
 set(TPURUN_WORKER_OUT ${CMAKE_BINARY_DIR}/generated)

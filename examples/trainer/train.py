@@ -270,6 +270,14 @@ def main():
     ap.add_argument("--forever", action="store_true", help="run until killed")
     ap.add_argument("--stall", action="store_true",
                     help="after compiling, hang: hold the TPU at 0%% duty cycle, print nothing, until killed")
+    ap.add_argument("--hang", action="store_true",
+                    help="after compiling, hang like a multi-host job (hang.py): every worker in a collective, "
+                         "the --hang-odd one in a checkpoint write; 0%% duty cycle, nothing printed")
+    ap.add_argument("--hang-odd", default="-1", metavar="WORKER",
+                    help="with --hang: the worker stuck in a checkpoint write (default: none)")
+    ap.add_argument("--loader-thread", action="store_true", help="a background data-loader thread (hang.py)")
+    ap.add_argument("--usr-handlers", action="store_true",
+                    help="install SIGUSR1/SIGUSR2 handlers that print a line when called")
     ap.add_argument("--compile-time", type=float, default=0.0,
                     help="seconds of 'compiling' before the first step (which also counts as compiling)")
     ap.add_argument("--compile-until", metavar="FILE",
@@ -289,6 +297,11 @@ def main():
     args = ap.parse_args()
 
     wid = worker_id()
+    if args.usr_handlers:
+        def on_usr(signum, frame):
+            print("fake-trainer: worker %s got %s" % (wid, signal.Signals(signum).name), flush=True)
+        signal.signal(signal.SIGUSR1, on_usr)
+        signal.signal(signal.SIGUSR2, on_usr)
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     lock_fd = take_lockfile()
@@ -354,6 +367,14 @@ def main():
             time.sleep(args.compile_time)
         while args.compile_until and not os.path.exists(args.compile_until):
             time.sleep(0.05)
+        if args.loader_thread or args.hang:
+            import_beside()
+            import hang
+            if args.loader_thread:
+                hang.start_loader()
+        if args.hang:
+            set_phase(runtime, "stalled")
+            hang.hang(wid, args.hang_odd)
         if args.stall:
             mark(timeline, "train", step_num=1)
             time.sleep(args.step_time)

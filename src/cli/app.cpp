@@ -21,6 +21,7 @@
 #include "cli/kill.hpp"
 #include "cli/logs.hpp"
 #include "cli/runs.hpp"
+#include "cli/stacks.hpp"
 #include "cli/stage.hpp"
 #include "cli/status.hpp"
 #include "cli/tensorboard.hpp"
@@ -30,10 +31,12 @@
 #include "cli/watcher.hpp"
 #include "tpurun/pod/config.hpp"
 #include "tpurun/pod/worker_select.hpp"
+#include "tpurun/runs/record/recorded_pod.hpp"
 #include "tpurun/transport/context.hpp"
 #include "tpurun/transport/real_transport.hpp"
 #include "tpurun/ui/first_use.hpp"
 #include "tpurun/util/diagnostics.hpp"
+#include "tpurun/util/identity.hpp"
 #include "tpurun/util/suggest.hpp"
 #include "tpurun/util/version.hpp"
 
@@ -116,6 +119,28 @@ PodConfig load_pod_records(Context& ctx) {
   return load_pod(request, ctx.env, ctx.processes);
 }
 
+RunTarget load_run_target(const std::string& run_spec, Context& ctx) {
+  PodConfig pod = load_pod_records(ctx);
+  if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
+  RunRecord run = read_run_record(find_run_dir(pod.logs_root, local_user(ctx.env), run_spec));
+  if (!ctx.pod_request.pod && run.pod != pod.name) {
+    // The run's own pod (a multi-slice run's, say) has its workers' SSH settings.
+    if (auto other = other_pod_of_run(pod, run.run_id, ctx)) {
+      ctx.pod_request.pod = *other;
+      pod = load_pod_records(ctx);
+    }
+  }
+  return {std::move(pod), std::move(run)};
+}
+
+std::vector<Worker> chosen_run_workers(const RunRecord& run, const std::string& spec) {
+  std::vector<Worker> workers;
+  for (int i : parse_worker_selection(spec, static_cast<int>(run.workers.size()))) {
+    workers.push_back(run.workers[static_cast<size_t>(i)]);
+  }
+  return workers;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{help::kTpurunAbout, "tpurun"};
   app.footer(help::kTpurun);
@@ -146,6 +171,7 @@ int main(int argc, char** argv) {
   TensorBoardOptions tensorboard;
   TopOptions top;
   ProfileOptions profile;
+  StacksOptions stacks;
   DoctorOptions doctor;
   InitOptions init;
   UpOptions up;
@@ -159,6 +185,7 @@ int main(int argc, char** argv) {
       {register_status(app, status), [&](Context& c) { return run_status(status, c); }},
       {register_top(app, top), [&](Context& c) { return run_top(top, c); }},
       {register_profile(app, profile), [&](Context& c) { return run_profile(profile, c); }},
+      {register_stacks(app, stacks), [&](Context& c) { return run_stacks(stacks, c); }},
       {register_kill(app, kill), [&](Context& c) { return run_kill(kill, c); }},
       {register_watcher(app, watcher), [&](Context& c) { return run_watcher(watcher, c); }},
       {register_adopt(app, adopt), [&](Context& c) { return run_adopt(adopt, c); }},

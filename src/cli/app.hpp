@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tpurun/pod/pod.hpp"
+#include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/transport/context.hpp"
 
 namespace tpurun::cli {
@@ -25,5 +26,16 @@ Target resolve_target(const TargetOptions& options, Context& ctx);
 // (logs, runs, gc, tensorboard): no gcloud describe, so they work while the
 // TPU VM is preempted, stopped or deleted.
 PodConfig load_pod_records(Context& ctx);
+
+// A run as the user names it (an id, a prefix, "last") and the pod whose
+// SSH settings reach its workers (a multi-slice run's own pod when --pod was
+// not given): for commands that go to a run's workers (profile, stacks).
+struct RunTarget {
+  PodConfig pod;
+  RunRecord run;
+};
+RunTarget load_run_target(const std::string& run, Context& ctx);
+// The run's workers that --worker picks (by their index in the run).
+std::vector<Worker> chosen_run_workers(const RunRecord& run, const std::string& spec);
 
 }  // namespace tpurun::cli

@@ -43,15 +43,6 @@ void check_level(const char* flag, int level, int max) {
   if (level < 0 || level > max) throw UsageError(fmt::format("{} {}: pick 0 to {}", flag, level, max));
 }
 
-// The run's workers that --worker picks (by their index in the run).
-std::vector<Worker> chosen_workers(const RunRecord& run, const std::string& spec) {
-  std::vector<Worker> workers;
-  for (int i : parse_worker_selection(spec, static_cast<int>(run.workers.size()))) {
-    workers.push_back(run.workers[static_cast<size_t>(i)]);
-  }
-  return workers;
-}
-
 }  // namespace
 
 CLI::App* register_profile(CLI::App& app, ProfileOptions& o) {
@@ -92,18 +83,10 @@ int run_profile(const ProfileOptions& o, Context& ctx) {
   plan.port = o.port;
   plan.fanout = o.target.fanout;
 
-  PodConfig pod = load_pod_records(ctx);
-  if (pod.logs_root.empty()) throw UsageError(fmt::format("pod '{}' has no logs_root; see docs/config.md", pod.name));
-  const std::string user = local_user(ctx.env);
-  const RunRecord run = read_run_record(find_run_dir(pod.logs_root, user, o.run));
-  if (!ctx.pod_request.pod && run.pod != pod.name) {
-    // The run's own pod (a multi-slice run's, say) has its workers' SSH settings.
-    if (auto other = other_pod_of_run(pod, run.run_id, ctx)) {
-      ctx.pod_request.pod = *other;
-      pod = load_pod_records(ctx);
-    }
-  }
-  const std::vector<Worker> workers = chosen_workers(run, o.target.workers);
+  const RunTarget target = load_run_target(o.run, ctx);
+  const PodConfig& pod = target.pod;
+  const RunRecord& run = target.run;
+  const std::vector<Worker> workers = chosen_run_workers(run, o.target.workers);
   plan.run_id = run.run_id;
   plan.settings.repository_root = profile_root(workers_log_dir(run));
   if (!run.worker_log_dir.empty()) plan.fetch = fetch_trace_into(run);  // no shared mount

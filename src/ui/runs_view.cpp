@@ -78,6 +78,7 @@ nlohmann::json run_to_json(const RunView& run) {
     const GangFailure& f = *s.first_failure;
     nlohmann::json j{{"worker", f.worker}, {"how", f.how}, {"exit_code", f.exit_code},
                      {"signal", f.signal}, {"since", f.since}, {"detail", f.detail}};
+    if (!f.stacks.empty()) j["stacks"] = f.stacks;
     doc["first_failure"] = with_slice(j, run.record, f.worker);
   }
   doc["message"] = s.message;
@@ -122,6 +123,9 @@ std::string verdict_text(const RunView& run) {
   if (!s.stalled_since.empty() && s.verdict == RunVerdict::running) {
     text += fmt::format(", stalled since {} (0% duty cycle, no new log line; on stall: {})", s.stalled_since,
                         run.record.gang.on_stall);
+  }
+  if (s.first_failure && !s.first_failure->stacks.empty() && is_final(s.verdict)) {
+    text += "; " + s.first_failure->stacks;
   }
   if (s.verdict == RunVerdict::preempted && !s.preemptions.empty()) text += ": " + s.preemptions.back().detail;
   if (s.max_attempts > 1) text += fmt::format(" (attempt {} of {})", s.attempt, s.max_attempts);

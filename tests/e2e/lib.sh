@@ -365,7 +365,8 @@ install_trainer() {
   [[ -n ${2:-} ]] && own=(-o "$2" -g "$(id -gn "$2")")
   local src=$TPURUN_SOURCE_DIR/examples/trainer
   install -d -m 755 "${own[@]}" "$d" "$d/tpu_info" "$d/tpu_info/proto"
-  install -m 644 "${own[@]}" "$src/train.py" "$src/README.md" "$src/libtpu_metrics.py" "$src/profiler_server.py" "$d/"
+  install -m 644 "${own[@]}" "$src/train.py" "$src/README.md" "$src/libtpu_metrics.py" "$src/profiler_server.py" \
+    "$src/hang.py" "$d/"
   install -m 644 "${own[@]}" "$src/tpu_info/__init__.py" "$d/tpu_info/"
   install -m 644 "${own[@]}" "$src"/tpu_info/proto/*.py "$d/tpu_info/proto/"
 }

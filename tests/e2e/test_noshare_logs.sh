@@ -9,7 +9,9 @@
 #    files replaced by rename, rewritten in place and truncated shorter;
 #  - a full log disk on one worker: the run fails out_of_space, naming it;
 #  - a worker gone at the run's end: runs, logs and watcher.log say what
-#    could not be copied and where it still is.
+#    could not be copied and where it still is;
+#  - tpurun stacks of a hung run, and the flight recorder's capture before a
+#    fail-fast stop, which is on the dev VM with the logs (docs/stacks.md).
 # Asserts on exit codes, messages and files, never on timings.
 source "$(dirname "$0")/noshare_pod.sh" noshare-logs 127.0.30
 
@@ -141,5 +143,32 @@ worker_gone_at_end() {
   assert_contains "$OUT" "not every file of the run was copied here"
 }
 e2e_case worker_gone_at_end "a worker gone at the run's end: runs, logs and watcher.log say what was not copied, and where it is"
+
+# hanging_here RUN K: K workers' jobs have said where they hang, in the logs mirrored here.
+hanging_here() {
+  local n
+  n=$(cat "$logs/$1"/worker*.log 2>/dev/null | grep -c "fake-trainer: worker [0-9]* waits for its peers") || true
+  ((n >= $2))
+}
+
+stacks_come_home() {
+  local run dir go=/tmp/stacks-go.$$
+  run=$(stage_detached alice "$proj" -- sh -c "if [ \"\$TPURUN_WORKER\" = 2 ]; then while [ ! -e $go ]; do sleep 0.1; done; exit 3; fi; exec /usr/bin/python3 train.py --hang --metrics-addr none")
+  on_exit "\"\$FAKEPOD\" exec 2 -- rm -f $go"
+  wait_until "workers 0, 1 and 3 hang" 120 hanging_here "$run" 3
+  # w2's job is a shell, not Python: no stack there (exit 1), the others' taken.
+  expect_exit 1 tpurun_as alice stacks "$run"
+  assert_contains "$OUT" "[w0-1,3] 3 workers"
+  assert_contains "$OUT" "wait_for_peers  hang.py:"
+  assert_contains "$OUT" "no Python stack (not Python: "
+  wexec 2 -- touch "$go"
+  wait_verdict alice "$run" failed
+  dir=$(ls -d "$logs/$run"/stacks/*-failed)
+  assert_contains "$(cat "$dir/w0.txt")" "wait_for_peers"
+  expect_exit 0 tpurun_as alice stacks "$run"
+  assert_contains "$OUT" "(failed)"
+  assert_contains "$OUT" "w2 differs: no process of the run"
+}
+e2e_case stacks_come_home "stacks of a hung run on a pod with no shared mount; the capture before a fail-fast stop is on the dev VM"
 
 e2e_run

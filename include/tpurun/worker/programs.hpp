@@ -23,6 +23,7 @@ extern const std::string_view kPushHaveSh;         // whether a snapshot is ther
 extern const std::string_view kPushPy;       // a snapshot pushed (staging/push.hpp)
 extern const std::string_view kWorkerGcPy;   // gc there (staging/worker_gc.hpp)
 extern const std::string_view kLogMirrorPy;  // a run's files mirrored (runs/watcher/log_mirror.hpp)
+extern const std::string_view kStacksPy;     // a run's Python stacks taken (runs/stacks/stacks.hpp)
 
 // Every token defined in each language, as the programs get them (the
 // protocol test checks them against tokens.hpp).

@@ -23,7 +23,11 @@
 //   wN/           no shared mount: everything else worker N's job wrote in its log dir
 //                 there (TensorBoard events, metrics, checkpoints' logs), copied by the
 //                 log mirror: the same name on two workers is two files here
-//   .tpurun-tmp/  the job wrapper's temp files (worker::kLogTmpDir); never mirrored
+//   stacks/<time>-<reason>/  wN.txt and summary.json: the stacks the watcher's flight
+//                 recorder took before it stopped the run (runs/stacks/stacks.hpp)
+//   .tpurun-tmp/  the job wrapper's temp files (worker::kLogTmpDir); never mirrored;
+//                 stacks/wN/ in it: tpurun stacks' bootstrap (py/sitecustomize.py) and
+//                 its dumps (<pid>-<start>.txt, .names), on the worker
 #include <string>
 
 namespace tpurun {

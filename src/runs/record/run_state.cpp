@@ -77,6 +77,7 @@ void write_run_state(const std::string& log_dir, const RunState& s) {
     const GangFailure& f = *s.first_failure;
     failure = {{"worker", f.worker}, {"how", f.how},     {"exit_code", f.exit_code}, {"signal", f.signal},
                {"since", f.since},   {"at", f.at},       {"detail", f.detail}};
+    if (!f.stacks.empty()) failure["stacks"] = f.stacks;
   }
   nlohmann::json preemptions = nlohmann::json::array();
   for (const Preemption& p : s.preemptions) preemptions.push_back(preemption_to_json(p));
@@ -134,7 +135,7 @@ std::optional<RunState> read_run_state(const std::string& log_dir, std::string* 
       const auto& f = doc["first_failure"];
       s.first_failure = GangFailure{f.value("worker", 0), f.value("how", ""),   f.value("exit_code", 0),
                                     f.value("signal", ""), f.value("since", ""), f.value("at", ""),
-                                    f.value("detail", "")};
+                                    f.value("detail", ""), f.value("stacks", "")};
     }
     s.stopped_others = doc.value("stopped_others", false);
     if (doc.contains("preemptions") && doc["preemptions"].is_array()) {

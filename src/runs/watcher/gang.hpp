@@ -78,6 +78,10 @@ class GangMonitor {
   // A kill after the failure has been carried out: the workers that are still
   // not answering stay as they are until they are lost.
   void others_stopped() { state_.stopped_others = true; }
+  // The flight recorder's note on the failure ("stacks of w0-7 saved in ...").
+  void stacks_taken(const std::string& note) {
+    if (state_.first_failure) state_.first_failure->stacks = note;
+  }
   // No further attempt after all (its --env values are gone): the failure stands.
   void give_up();
   // The TPU VM is gone (PREEMPTED, TERMINATED, deleted). True: recreating it

@@ -15,6 +15,7 @@
 
 #include "runs/record/log_dir_layout.hpp"
 #include "runs/recreate/preemption_recovery.hpp"
+#include "runs/watcher/flight_recorder.hpp"
 #include "runs/watcher/gang.hpp"
 #include "runs/watcher/kept_env.hpp"
 #include "runs/watcher/liveness.hpp"
@@ -217,6 +218,17 @@ void Watcher::stop_gang() {
                                                                   failure->detail + " first";
   say(fmt::format("{}: stopping the run's jobs on every worker (TERM, KILL after {}s)", what,
                   setup_.record.gang.grace_ms / 1000));
+  // The flight recorder: the evidence of where the jobs were, before they go.
+  const bool lost = failure->how == "lost";
+  const std::string reason = failure->how == "stalled" ? "stalled" : lost ? "lost" : "failed";
+  if (failure->how != "out_of_space") {
+    message_ = "taking the stacks of the run's jobs";
+    save(true);
+    const std::string recorded = record_flight(setup_.record, workers_, lost ? failure->worker : -1, reason,
+                                               transport_, setup_.fanout, cancel_);
+    say(recorded);
+    monitor_.stacks_taken(recorded);
+  }
   message_ = "stopping the other workers";
   save(true);
   KillRequest request;

@@ -59,6 +59,9 @@ const std::vector<std::pair<std::string, std::string>>& cpp_tokens() {
       {"LIBTPU_LOCKFILE", kLibtpuLockfile},
       {"TPU_LOGS_DIR", kTpuLogsDir},
       {"RUN_ID_VARIABLE", kRunIdVariable},
+      {"STACKS_SIGNAL_OFFSET", std::to_string(kStacksSignalOffset)},
+      {"STACKS_DIR_VARIABLE", kStacksDirVariable},
+      {"STACKS_HEADER", kStacksHeader},
   };
   return tokens;
 }
@@ -115,7 +118,8 @@ TEST(WorkerProtocolTest, NoProgramSpellsAProtocolWordOfItsOwn) {
            {"profile_listener.sh", worker::kProfileListenerSh}, {"doctor_probe.sh", worker::kDoctorProbeSh},
            {"reserve.sh", worker::kReserveSh}, {"launch.sh", worker::kLaunchSh},
            {"push_have.sh", worker::kPushHaveSh}, {"push.py", worker::kPushPy},
-           {"worker_gc.py", worker::kWorkerGcPy}, {"log_mirror.py", worker::kLogMirrorPy}}) {
+           {"worker_gc.py", worker::kWorkerGcPy}, {"log_mirror.py", worker::kLogMirrorPy},
+           {"stacks.py", worker::kStacksPy}}) {
     std::istringstream in{std::string(text)};
     int n = 0;
     for (std::string line; std::getline(in, line);) {

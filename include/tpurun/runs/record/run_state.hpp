@@ -40,6 +40,9 @@ struct GangFailure {
   std::string since;   // lost: when it was first seen unreachable or gone (ISO 8601)
   std::string at;      // when tpurun noticed (ISO 8601)
   std::string detail;  // one line for the summary
+  // The flight recorder's note (runs/watcher/flight_recorder): where the
+  // stacks taken before the stop are, or why there are none.
+  std::string stacks;
 };
 
 // The run's TPU VM was found PREEMPTED, TERMINATED or deleted (a gcloud pod),
