@@ -4,16 +4,38 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "cli/help_texts.hpp"
 #include "tpurun/cloud/down.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/describe_cache.hpp"
 #include "tpurun/pod/placement.hpp"
+#include "tpurun/runs/record/run_state.hpp"
+#include "tpurun/runs/watcher/recent_runs.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/ui/confirm.hpp"
 #include "tpurun/util/usage_error.hpp"
 
 namespace tpurun::cli {
+namespace {
+
+// This user's runs on the pod that have not ended, by their records (the
+// newest 20): deleting the VM ends them, so down names them first.
+std::vector<std::string> unended_runs_on(const PodConfig& pod, const std::string& user) {
+  std::vector<std::string> ids;
+  if (pod.logs_root.empty()) return ids;
+  for (const RunView& run : recent_runs(pod.logs_root, user, 20, [](const std::string&) {})) {
+    // No state.json yet (its watcher has just started): the job records say.
+    const bool unended = run.state ? !is_final(run.state->verdict)
+                                   : std::any_of(run.jobs.begin(), run.jobs.end(),
+                                                 [](const WorkerJob& j) { return j.state == JobState::running; });
+    if (run.record.pod == pod.name && unended) ids.push_back(run.record.run_id);
+  }
+  return ids;
+}
+
+}  // namespace
 
 CLI::App* register_down(CLI::App& app, DownOptions& o) {
   CLI::App* cmd = app.add_subcommand("down", "Delete the pod's TPU VM and its queued resource, and wait until gone");
@@ -52,6 +74,12 @@ int down_pod(const PodConfig& pod, const DownOptions& o, Context& ctx) {
   if (auto why = down_refusal(facts, job.user, o.force)) {
     printer.note(fmt::format("pod '{}': not deleting {}: {}", pod.name, there, *why));
     return 1;
+  }
+  // A run of yours on it ends when the VM goes (issue 39, finding 12): said
+  // before anything is deleted, and by --dry-run.
+  for (const std::string& run : unended_runs_on(pod, job.user)) {
+    printer.note(fmt::format("pod '{}': your run {} is still running on it: deleting the TPU VM ends it (`tpurun kill "
+                             "--run {}` stops it first)", pod.name, run, run));
   }
   if (o.dry_run) {
     fmt::print(ctx.out, "down --dry-run: pod '{}': {}; would run:\n", pod.name, there);

@@ -193,9 +193,16 @@ down_rules() {
   assert_contains "$ERR" "nothing was started"
   expect_exit 0 t bob runs --json --no-check
   assert_eq "$(json_get "$OUT" 'len(d["runs"])')" "$bob_runs" "bob's runs after a refused stage --down"
+  # alice's own run on it is named first (issue 39, finding 12: it ended
+  # "preempted" without a word from down)
+  local run
+  expect_exit 0 t alice stage --detach --json -- sleep 300
+  run=$(json_get "$OUT" 'd["run_id"]')
   expect_exit 0 t alice down --dry-run
+  assert_contains "$ERR" "pod 'qup': your run $run is still running on it: deleting the TPU VM ends it (\`tpurun kill --run $run\` stops it first)"
   assert_contains "$OUT" "queued resource qup: ACTIVE (made by tpurun for alice)"
   assert_contains "$OUT" "gcloud compute tpus queued-resources delete qup --zone $Z3 --project sim-proj --force --quiet"
+  expect_exit 0 t alice kill --run "$run" --grace 2s
   assert_eq "$(node_zone qup)" "$Z3" "a dry run deleted"
 }
 e2e_case down_rules "down: --yes needed; bob may not delete alice's VM (nor stage --down on it); --dry-run deletes nothing" --needs recreate_queued
