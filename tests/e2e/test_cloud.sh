@@ -137,6 +137,8 @@ restart_new_addresses() {
   assert_contains "$OUT" "attempt 2 on"
   assert_contains "$ERR" "is at "
   assert_not_contains "$(t alice exec -- hostname -I 2>&1 || true)" "$old_ip "
+  # the record names the new addresses (profile, stacks and kill --run use it)
+  assert_not_contains "$(cat "$(srv "$logs/$run/run.json")")" "\"$old_ip\"" "run.json after the move"
 }
 e2e_case restart_new_addresses "--restarts across a stop and a start on new addresses: the run is relaunched there" --needs exec_and_stage
 

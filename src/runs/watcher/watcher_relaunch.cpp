@@ -13,6 +13,7 @@
 #include "runs/watcher/restart_check.hpp"
 #include "runs/watcher/snapshot_again.hpp"
 #include "runs/watcher/watcher_impl.hpp"
+#include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/util/text.hpp"
 
@@ -184,6 +185,20 @@ void Watcher::move_to(const std::vector<Worker>& now, std::unique_ptr<LivenessPr
   }
   if (!moved) return;
   workers_ = now;
+  // The run's record says where its workers are now: profile, stacks and
+  // kill --run reach them there, not at a recreated VM's old addresses or
+  // host keys (issue 39, finding 15).
+  RunRecord record = setup_.record;
+  for (size_t i = 0; i < now.size() && i < record.workers.size(); ++i) {
+    record.workers[i].host = now[i].host;
+    record.workers[i].port = now[i].port;
+    record.workers[i].host_key_alias = now[i].host_key_alias;
+  }
+  try {
+    write_run_record(record, "");
+  } catch (const std::exception& e) {
+    say(fmt::format("could not record the workers' new addresses in run.json: {}", e.what()));
+  }
   snapshot_unsure_ = true;  // a new VM's disk, perhaps: asked, it costs a round trip
   // A VM stopped and started keeps its disk (and its logs there): only a new
   // one starts the mirror's files again.
