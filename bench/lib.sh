@@ -25,9 +25,11 @@ bench_pod_up() {
   chmod 755 "$work"
 }
 
-# bench_pod_restore: removes $bin and $work, then the simulator goes back to
-# how bench_pod_up found it. Call it last in the bench's EXIT trap.
+# bench_pod_restore: kills the run bench_trainer_run staged, removes $bin and
+# $work, then the simulator goes back to how bench_pod_up found it. Call it
+# last in the bench's EXIT trap.
 bench_pod_restore() {
+  [[ -z ${bench_run:-} ]] || tp kill --run "$bench_run" >/dev/null 2>&1 || true
   rm -f "$bin"
   rm -rf "$work"
   if [[ $bench_previous == 0 ]]; then
@@ -54,6 +56,18 @@ tp() {
     env -i HOME="$(getent passwd alice | cut -d: -f6)" USER=alice LOGNAME=alice PATH=/usr/bin:/bin \
     CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/alice" XDG_STATE_HOME="$work/state" \
     "$bin" --config "${CONFIG:-$FAKEPOD_CONFIG}" "$@" </dev/null)
+}
+
+# bench_trainer_run TRAIN_ARGS...: alice's copy of the fake trainer
+# (examples/trainer) in $work/proj, staged detached on every worker as
+# `python3 train.py TRAIN_ARGS...`; the run's id in $bench_run
+# (bench_pod_restore kills the run).
+bench_trainer_run() {
+  install -d -o alice -g "$(id -g alice)" "$work/proj"
+  cp -r "$root/examples/trainer/." "$work/proj"
+  chown -R alice:"$(id -g alice)" "$work/proj"
+  bench_run=$(tp stage --detach --json -- /usr/bin/python3 train.py "$@" |
+    /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
 }
 
 # bench_as USER COMMAND...: runs COMMAND as USER (setpriv, no sudo), with a

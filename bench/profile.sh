@@ -28,21 +28,12 @@ TPURUN_BIN=${TPURUN_BIN:-$root/build/tpurun}
 source "$root/bench/lib.sh"
 
 bench_pod_up profile
-run_id=""
-cleanup() {
-  set +e
-  [[ -n $run_id ]] && tp kill --run "$run_id" >/dev/null 2>&1
-  bench_pod_restore
-}
-trap cleanup EXIT
+trap bench_pod_restore EXIT
 
 tp() { (cd "$work/proj" && bench_as alice "$bin" --config "$FAKEPOD_CONFIG" "$@" </dev/null); }
 
-install -d -o alice -g "$(id -g alice)" "$work/proj"
-cp -r "$root/examples/trainer/." "$work/proj"
-chown -R alice:"$(id -g alice)" "$work/proj"
-run_id=$(tp stage --detach --json -- python3 train.py --forever --step-time 0.05 --profiler-port 9999 |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+bench_trainer_run --forever --step-time 0.05 --profiler-port 9999
+run_id=$bench_run
 echo "run $run_id on $WORKERS workers" >&2
 
 # Every worker's server must answer, or the bench measures nothing.

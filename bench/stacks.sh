@@ -23,19 +23,9 @@ TPURUN_BIN=${TPURUN_BIN:-$root/build/tpurun}
 source "$root/bench/lib.sh"
 
 bench_pod_up stacks
-run_id=""
-cleanup() {
-  set +e
-  [[ -n $run_id ]] && tp kill --run "$run_id" >/dev/null 2>&1
-  bench_pod_restore
-}
-trap cleanup EXIT
-
-install -d -o alice -g "$(id -g alice)" "$work/proj"
-cp -r "$root/examples/trainer/." "$work/proj"
-chown -R alice:"$(id -g alice)" "$work/proj"
-run_id=$(tp stage --detach --json -- /usr/bin/python3 train.py --hang --hang-odd 1 --loader-thread |
-  /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+trap bench_pod_restore EXIT
+bench_trainer_run --hang --hang-odd 1 --loader-thread
+run_id=$bench_run
 echo "run $run_id on $WORKERS workers" >&2
 
 # Every worker's job must hang in Python, or the bench measures nothing.
