@@ -1,9 +1,11 @@
 # tpurun stacks on one worker (runs/stacks/stacks.hpp; docs/stacks.md,
 # docs/protocols.md), run as the login user by python3 -I -S, never as root:
-# argv RUN_ID LOG TIMEOUT_MS NATIVE. It looks at the user's own processes
-# only (the owner of /proc/PID checked before anything of it is read, and the
-# kernel refuses the rest anyway) whose environment names the run, and takes
-# each one's Python stacks:
+# argv RUN_ID LOG TIMEOUT_MS NATIVE [GLOB...]. It looks at the user's own
+# processes only (the owner of /proc/PID checked before anything of it is
+# read, and the kernel refuses the rest anyway) whose environment names the
+# run, or, with RUN_ID "-", those that hold a TPU device file (an open fd
+# whose target matches a GLOB), and takes each one's Python stacks (LOG "-":
+# no log to look at):
 #   - a process whose bootstrap (worker/sitecustomize.py) registered
 #     faulthandler gets that one real-time signal, through a pidfd opened
 #     before its owner and start time are checked (no other process can get
@@ -17,6 +19,7 @@
 # or {..., "no_stack": why}], "last_line", "last_line_age_s"}; frames are
 # innermost first, as faulthandler and py-spy print them.
 # tpurun-embed: tokens
+import fnmatch
 import json
 import os
 import re
@@ -164,7 +167,8 @@ def reason(p, signum):
         return "no Python stack (started with %s: Python skips tpurun's bootstrap)" % " ".join(flags)
     d = p.env.get(STACKS_DIR_VARIABLE.encode())
     if not d:
-        return "no Python stack (started without tpurun's bootstrap: a run of an older tpurun?)"
+        return ("no Python stack (started without tpurun's bootstrap: not a run of this tpurun; "
+                "--native asks py-spy where it is installed)")
     p.dump = os.path.join(os.fsdecode(d), "%d-%s.txt" % (p.pid, p.start))
     try:
         if os.lstat(p.dump).st_uid != os.getuid():
@@ -205,7 +209,12 @@ def take_dumps(procs, signum, uid, timeout_s):
     while pending and time.monotonic() < deadline:
         time.sleep(0.02)
         for pid, p in list(pending.items()):
-            size = os.path.getsize(p.dump)
+            try:
+                size = os.path.getsize(p.dump)
+            except OSError:  # the run's dir went (cleaned up as the process ended)
+                p.why = "no Python stack (its dump file went away)"
+                del pending[pid]
+                continue
             if size > before[pid] and size == last[pid]:  # grown, then still for a tick
                 with open(p.dump, "rb") as f:
                     f.seek(before[pid])
@@ -248,7 +257,25 @@ def last_line(path):
     return (lines[-1][:300] if lines else None), round(age, 1)
 
 
-def own_processes(run_id, uid):
+def holds_tpu(pid, globs):
+    """An open fd of pid whose target matches one of the device globs."""
+    base = "/proc/%d/fd" % pid
+    try:
+        fds = os.listdir(base)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(base + "/" + fd)
+        except OSError:
+            continue
+        if any(fnmatch.fnmatchcase(target, g) for g in globs):
+            return True
+    return False
+
+
+def own_processes(run_id, uid, globs=()):
+    """The run's processes of uid, or with run_id "-" uid's TPU holders."""
     want = run_id.encode()
     procs = []
     for name in os.listdir("/proc"):
@@ -258,7 +285,7 @@ def own_processes(run_id, uid):
             p = Process(int(name), uid)
         except (OSError, ValueError, IndexError):
             continue  # gone, or another user's
-        if p.env.get(RUN_ID_VARIABLE.encode()) == want:
+        if holds_tpu(p.pid, globs) if run_id == "-" else p.env.get(RUN_ID_VARIABLE.encode()) == want:
             procs.append(p)
     return sorted(procs, key=lambda p: p.pid)
 
@@ -268,7 +295,7 @@ def main(argv):
     uid = os.getuid()
     signum = signal.SIGRTMIN + STACKS_SIGNAL_OFFSET
     timeout_s = timeout_ms / 1000.0
-    procs = own_processes(run_id, uid)
+    procs = own_processes(run_id, uid, argv[5:])
     ready = []
     for p in procs:
         p.why = reason(p, signum)
@@ -277,7 +304,7 @@ def main(argv):
         if not p.why:
             ready.append(p)
     take_dumps(ready, signum, uid, timeout_s)
-    line, age = last_line(log)
+    line, age = last_line(log) if log != "-" else (None, None)
     doc = {"processes": [p.json() for p in procs], "last_line": line, "last_line_age_s": age}
     sys.stdout.write(STACKS_HEADER + "\n" + json.dumps(doc) + "\n")
     return 0

@@ -159,4 +159,43 @@ failfast_capture() {
 }
 e2e_case failfast_capture "fail-fast: w2 exits 3 while the others hang; their stacks are saved before they are stopped"
 
+
+# none_running U: none of U's runs is still running (the cases' runs above
+# are stopped as each case ends).
+none_running() {
+  tpurun_as "$1" runs --json --no-check | /usr/bin/python3 -c '
+import json, sys
+sys.exit(any(r["verdict"] in (None, "running") for r in json.load(sys.stdin)["runs"]))'
+}
+
+holders() {
+  local mine bobs out
+  small_pod 4
+  wait_until "no run of alice's is running" 60 none_running alice
+  # A job of alice's started outside tpurun on w1, one of bob's on w2: both
+  # hold the TPU, neither has tpurun's bootstrap.
+  mine=$(start_trainer_on 1 alice --forever --metrics-addr none)
+  bobs=$(start_trainer_on 2 bob --forever --metrics-addr none)
+  expect_exit 0 tpurun_as alice stacks --dry-run
+  assert_contains "$OUT" "would take the Python stacks of your processes that hold the TPU on 4 workers"
+  # No run of hers is running: her own processes that hold the TPU, on every worker.
+  expect_exit 1 tpurun_as alice stacks
+  assert_contains "$OUT" "your processes that hold the TPU: stacks of 4 workers"
+  assert_contains "$OUT" "started without tpurun's bootstrap"
+  expect_exit 1 tpurun_as alice stacks --json
+  out=$OUT
+  /usr/bin/python3 - "$out" "$mine" "$bobs" <<'PY' || fail "stacks --json: $out"
+import json, sys
+d, mine, bobs = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+assert d["run_id"] is None, d
+procs = {w["worker"]: [p["pid"] for p in w["processes"]] for w in d["workers"]}
+assert procs == {0: [], 1: [mine], 2: [], 3: []}, procs
+why = d["workers"][1]["processes"][0]["no_stack"]
+assert "started without tpurun's bootstrap" in why, why
+PY
+  # Bob's job: neither listed nor signalled, and still there.
+  wexec 2 -- kill -0 "$bobs" || fail "bob's job on w2 is gone"
+}
+e2e_case holders "no run running: your own processes that hold the TPU (a job started outside tpurun), never bob's"
+
 e2e_run

@@ -36,10 +36,15 @@ bool WorkerStacks::has_stack() const {
 }
 
 RemoteCommand stacks_command(const StacksRequest& request, const Worker& worker) {
-  RemoteCommand command = python3_command(
-      worker::kStacksPy, {shell_quote(request.run_id),
-                          remote_path_word(worker_log_path(request.workers_log_dir, worker.index)),
-                          std::to_string(request.timeout_ms), request.native ? "1" : "0"});
+  const bool holders = request.run_id.empty();
+  std::vector<std::string> args = {
+      holders ? "-" : shell_quote(request.run_id),
+      holders ? "-" : remote_path_word(worker_log_path(request.workers_log_dir, worker.index)),
+      std::to_string(request.timeout_ms), request.native ? "1" : "0"};
+  if (holders) {
+    for (const std::string& glob : request.device_globs) args.push_back(shell_quote(glob));
+  }
+  RemoteCommand command = python3_command(worker::kStacksPy, args);
   // Every process's dump, or py-spy's timeout and its retry, and the SSH round trip.
   command.timeout_ms = request.bound_ms > 0 ? request.bound_ms : request.timeout_ms * (request.native ? 4 : 2) + 20000;
   return command;

@@ -43,7 +43,8 @@ std::string last_line_text(const WorkerStacks& s) {
 }  // namespace
 
 std::string format_stacks_report(const std::string& run_id, const std::vector<WorkerStacks>& stacks) {
-  std::string out = fmt::format("run {}: stacks of {}, innermost call last\n", run_id,
+  std::string out = fmt::format("{}: stacks of {}, innermost call last\n",
+                                run_id.empty() ? "your processes that hold the TPU" : "run " + run_id,
                                 count_of(stacks.size(), "worker"));
   const std::vector<StacksGroup> groups = group_stacks(stacks);
   for (const StacksGroup& g : groups) {
@@ -51,7 +52,7 @@ std::string format_stacks_report(const std::string& run_id, const std::vector<Wo
     for (int i : g.workers) indices.push_back(stacks[static_cast<size_t>(i)].worker.index);
     const WorkerStacks& first = stacks[static_cast<size_t>(g.workers.front())];
     out += fmt::format("[{}] {}\n", worker_range_label(indices), count_of(indices.size(), "worker"));
-    if (first.processes.empty()) out += "  no process of the run there\n";
+    if (first.processes.empty()) out += run_id.empty() ? "  none there\n" : "  no process of the run there\n";
     for (const StackProcess& p : first.processes) append_process(out, p, false, "  ");
   }
   for (const WorkerStacks& s : stacks) {

@@ -22,7 +22,7 @@ std::string record_flight(const RunRecord& record, const std::vector<Worker>& wo
     if (w.index != skip) asked.push_back(w);
   }
   if (asked.empty()) return "no stacks taken: no worker left to ask";
-  const StacksRequest request{record.run_id, workers_log_dir(record), kDumpTimeoutMs, false, fanout, kBoundMs, false};
+  const StacksRequest request{record.run_id, workers_log_dir(record), kDumpTimeoutMs, false, fanout, kBoundMs, false, {}};
   const std::vector<WorkerStacks> stacks = take_stacks(asked, transport, request, cancel);
   std::vector<int> with;
   for (const WorkerStacks& s : stacks) {

@@ -49,13 +49,14 @@ struct WorkerStacks {
 };
 
 struct StacksRequest {
-  std::string run_id;
+  std::string run_id;  // empty: the user's own processes that hold the TPU (device_globs), of any run or none
   std::string workers_log_dir;  // the run's log dir as the workers see it
   long long timeout_ms = 2000;  // how long a process has to write its dump
   bool native = false;          // py-spy dump --native where it is on PATH
   int fanout = 64;
   long long bound_ms = 0;  // the whole command's bound on a worker; 0: from timeout_ms
   bool duty_cycle = true;  // ask libtpu's metrics too, as top does (the flight recorder does not wait for them)
+  std::vector<std::string> device_globs;  // with no run_id: the TPU's device files
 };
 
 // stacks_take: worker/stacks.py on every worker at once, as the login user,

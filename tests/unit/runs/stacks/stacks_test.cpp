@@ -134,5 +134,22 @@ TEST(StacksTest, SavedCapturesReadBack) {
   std::filesystem::remove_all(dir);
 }
 
+// A run's processes: its id and its worker's log; none running (no run id):
+// "-" for both, then the TPU's device globs, each one word.
+TEST(StacksTest, TheCommandNamesTheRunOrTheDeviceGlobs) {
+  const Worker w = pod(1).front();
+  StacksRequest run;
+  run.run_id = "r1";
+  run.workers_log_dir = "/nfs/logs/r1";
+  const std::string for_run = stacks_command(run, w).command_line;
+  EXPECT_NE(for_run.find(" 'r1' '/nfs/logs/r1/worker0.log' 2000 0 3<<"), std::string::npos) << for_run;
+  EXPECT_EQ(for_run.find("/dev/accel"), std::string::npos) << for_run;
+
+  StacksRequest holders;
+  holders.device_globs = {"/dev/accel*", "/dev/vfio/[0-9]*"};
+  const std::string for_holders = stacks_command(holders, w).command_line;
+  EXPECT_NE(for_holders.find(" - - 2000 0 '/dev/accel*' '/dev/vfio/[0-9]*' 3<<"), std::string::npos) << for_holders;
+}
+
 }  // namespace
 }  // namespace tpurun
