@@ -259,6 +259,95 @@ TEST_F(RecreateFixture, AFailingSetupEndsTheRecreateAndNamesTheWorker) {
   EXPECT_THAT(read_small_file(setup_log_path(log_dir)), HasSubstr("[w1 10.0.0.2] mount: permission denied"));
 }
 
+// Issue 39, findings 9 and 10: kill --run or `tpurun down` while the new VM
+// is being made: the recreate stops, and what it created goes again.
+TEST_F(RecreateFixture, StoppedWhileTheNewVmIsMadeDeletesWhatItCreated) {
+  TpuNode gone;
+  gone.name = "rc";
+  gone.id = "111";
+  gone.state = "PREEMPTED";
+  // stopped once the create was sent
+  RecreateIo io{gcloud, transport, cancel, [this](const std::string& s) { said.push_back(s); },
+                [this] { return gcloud.calls.size() >= 3; }};
+  const RecreateResult r = recreate_tpu_vm(job, gone, io);
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.why, HasSubstr("stopped while TPU VM rc was being created; what it created is deleted"));
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete", "create", "delete"));
+  EXPECT_THAT(said, ::testing::Contains(HasSubstr("deleting what this recreate created: gcloud compute tpus tpu-vm "
+                                                  "delete rc")));
+  // audited as every delete is
+  EXPECT_EQ(std::count(gcloud.calls.begin(), gcloud.calls.end(), gcloud.calls[1]), 2);
+  EXPECT_THAT(read_small_file(job.audit_path), HasSubstr(R"("event":"tpu-vm-create")"));
+}
+
+TEST_F(RecreateFixture, StoppedBeforeTheCreateCreatesNothing) {
+  TpuNode gone;
+  gone.name = "rc";
+  gone.id = "111";
+  gone.state = "PREEMPTED";
+  RecreateIo io{gcloud, transport, cancel, [](const std::string&) {}, [this] { return gcloud.calls.size() >= 2; }};
+  const RecreateResult r = recreate_tpu_vm(job, gone, io);
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete"));
+}
+
+// Issue 39, finding 11: the new VM preempted during the setup is a preemption, for the caller to count.
+TEST_F(RecreateFixture, TheNewVmPreemptedDuringTheSetupIsSaidSo) {
+  gcloud.answers["describe"] = {{0, node_json("PREEMPTED", "111"), ""},
+                                {0, node_json("CREATING", "222"), ""},
+                                {0, node_json("READY", "222"), ""},
+                                {0, node_json("PREEMPTED", "222"), ""}};
+  testing::ScriptedTransport lost([](int w, const RemoteCommand& c) {
+    testing::ScriptedReply r = worker(w, c);
+    if (c.command_line == "exec bash -s" && w == 1) r = {"", "connection lost\n", 255};
+    return r;
+  });
+  TpuNode gone;
+  gone.name = "rc";
+  gone.id = "111";
+  gone.state = "PREEMPTED";
+  RecreateIo io{gcloud, lost, cancel, [](const std::string&) {}, [] { return false; }};
+  const RecreateResult r = recreate_tpu_vm(job, gone, io);
+  EXPECT_FALSE(r.ok);
+  ASSERT_TRUE(r.preempted_again);
+  EXPECT_EQ(r.preempted_again->id, "222");
+  EXPECT_THAT(r.why, HasSubstr("TPU VM rc is PREEMPTED during the recreate's setup (the setup failed: w1"));
+  // nothing of it is deleted here: the next recreate does that, within the budget
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete", "create", "describe", "describe", "ssh", "describe"));
+}
+
+TEST_F(RecreateFixture, AFailingSetupOnAVmStillReadyIsNoPreemption) {
+  testing::ScriptedTransport failing([](int w, const RemoteCommand& c) {
+    testing::ScriptedReply r = worker(w, c);
+    if (c.command_line == "exec bash -s" && w == 1) r = {"", "mount: permission denied\n", 32};
+    return r;
+  });
+  TpuNode gone;
+  gone.name = "rc";
+  gone.id = "111";
+  gone.state = "PREEMPTED";
+  RecreateIo io{gcloud, failing, cancel, [](const std::string&) {}, [] { return false; }};
+  const RecreateResult r = recreate_tpu_vm(job, gone, io);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.preempted_again);
+}
+
+// Issue 39, item 17: gcloud's whole error, not its last line (which hid ALREADY_EXISTS).
+TEST_F(RecreateFixture, ACreateErrorSaysGcloudsWholeReason) {
+  gcloud.answers["create"] = {{1, "",
+                               "ERROR: (gcloud.compute.tpus.tpu-vm.create) ALREADY_EXISTS: Resource "
+                               "'projects/p/locations/z/nodes/rc' already exists\n"
+                               "- '@type': type.googleapis.com/google.rpc.ResourceInfo\n"
+                               "  resourceName: projects/p/locations/z/nodes/rc\n"}};
+  const RecreateResult r = recreate();
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.why, HasSubstr("gcloud could not create it: exit 1: ERROR: (gcloud.compute.tpus.tpu-vm.create) "
+                               "ALREADY_EXISTS: Resource 'projects/p/locations/z/nodes/rc' already exists - "
+                               "'@type': type.googleapis.com/google.rpc.ResourceInfo resourceName: "));
+  // refused, not made: nothing of it is deleted
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete", "create"));
+}
+
 TEST(RecreateCommands, DeleteCreateAndKeysInOrder) {
   const auto commands = recreate_commands(GcloudSpec{"rc", "z", "", false}, node_json("READY", "1"), "/logs/RUN");
   ASSERT_EQ(commands.size(), 3u);
