@@ -176,14 +176,27 @@ TEST(GangBudget, AResumedWatcherKeepsTheAttemptsEarlierPreemptionsGranted) {
   EXPECT_EQ(gang.state().preemptions.size(), 1u);
 }
 
-// Issue 39, finding 11: the new VM preempted during the recreate's setup.
-TEST(GangBudget, APreemptionDuringTheRecreateCountsAndGrantsNoSecondAttempt) {
-  GangPolicy policy;  // --restarts 0 --recreate (--max-preemptions 3)
-  policy.lost_after = 10s;
-  policy.recreate = true;
+// --restarts 0 --recreate --max-preemptions N; both workers lost, the VM found
+// preempted: the recreate is granted an attempt.
+GangMonitor preempted_once(const GangPolicy& policy) {
   GangMonitor gang(policy, {0, 1});
   lose_both(gang, t0);
-  ASSERT_TRUE(gang.preempted(preemption()));
+  EXPECT_TRUE(gang.preempted(preemption()));
+  return gang;
+}
+
+GangPolicy recreate_policy(int max_preemptions) {
+  GangPolicy policy;
+  policy.lost_after = 10s;
+  policy.recreate = true;
+  policy.max_preemptions = max_preemptions;
+  return policy;
+}
+
+// Issue 39, finding 11: the new VM preempted during the recreate's setup.
+TEST(GangBudget, APreemptionDuringTheRecreateCountsAndGrantsNoSecondAttempt) {
+  const GangPolicy policy = recreate_policy(3);
+  GangMonitor gang = preempted_once(policy);
   gang.last_preemption()->action = "recreated";
   EXPECT_TRUE(gang.preempted_while_recreating(preemption()));
   EXPECT_EQ(gang.state().verdict, RunVerdict::restarting);
@@ -198,13 +211,7 @@ TEST(GangBudget, APreemptionDuringTheRecreateCountsAndGrantsNoSecondAttempt) {
 }
 
 TEST(GangBudget, APreemptionDuringTheRecreateOverTheBudgetEndsTheRun) {
-  GangPolicy policy;
-  policy.lost_after = 10s;
-  policy.recreate = true;
-  policy.max_preemptions = 1;
-  GangMonitor gang(policy, {0, 1});
-  lose_both(gang, t0);
-  ASSERT_TRUE(gang.preempted(preemption()));
+  GangMonitor gang = preempted_once(recreate_policy(1));
   EXPECT_FALSE(gang.preempted_while_recreating(preemption()));
   EXPECT_EQ(gang.state().verdict, RunVerdict::preempted);
   EXPECT_EQ(gang.state().max_attempts, 1);
