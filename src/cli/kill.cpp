@@ -36,6 +36,20 @@ int parse_grace(const std::string& text) {
 
 namespace {
 
+// The run waits for its next attempt (a restart, its TPU VM preempted or
+// being recreated): its VM is looked up as gcloud says now, not in a kept
+// describe that may name the preempted one's workers.
+bool between_attempts(const std::string& run, Context& ctx) {
+  try {
+    const PodConfig pod = load_pod_records(ctx);
+    if (pod.logs_root.empty()) return false;
+    const auto state = read_run_state(find_run_dir(pod.logs_root, local_user(ctx.env), run));
+    return state && state->verdict == RunVerdict::restarting;
+  } catch (const std::exception&) {
+    return false;  // said below, where the run is looked up for the kill
+  }
+}
+
 // kill --run while the run's TPU VM is not there, or not READY (preempted,
 // being recreated: a queued resource that waits): there is no worker to
 // signal, but the run is stopped all the same (issue 39, finding 10). Its
@@ -95,6 +109,7 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
   request.dry_run = o.dry_run;
 
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+  if (!o.run.empty() && between_attempts(o.run, ctx)) ctx.pod_request.describe_fresh = true;
   std::optional<Target> found;
   try {
     found = resolve_target(o.target, ctx);
