@@ -275,7 +275,7 @@ UpResult bring_up(const UpJob& job, UpIo& io) {
   if (auto intent = down.seen(); intent && !r.ok && !io.cancel.cancelled()) {
     r.cancelled = false;
     r.stopped_by_down = true;
-    r.why = down_intent_text(*intent) + ": this up stopped";
+    r.why = down_intent_text(*intent);
     r.fix = "`tpurun up` again brings the pod up";
   }
   return r;
