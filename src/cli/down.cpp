@@ -4,17 +4,22 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 
 #include "cli/help_texts.hpp"
 #include "tpurun/cloud/down.hpp"
 #include "tpurun/fanout/printer.hpp"
 #include "tpurun/pod/describe_cache.hpp"
+#include "tpurun/pod/down_intent.hpp"
 #include "tpurun/pod/placement.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/recent_runs.hpp"
 #include "tpurun/transport/shell_quote.hpp"
 #include "tpurun/ui/confirm.hpp"
+#include "tpurun/util/identity.hpp"
 #include "tpurun/util/usage_error.hpp"
 
 namespace tpurun::cli {
@@ -33,6 +38,28 @@ std::vector<std::string> unended_runs_on(const PodConfig& pod, const std::string
     if (run.record.pod == pod.name && unended) ids.push_back(run.record.run_id);
   }
   return ids;
+}
+
+// "`down` means down" (issue 39, finding 9): before anything is deleted, an
+// intent that this user's running `up` of the pod and the watchers of its
+// --recreate runs obey (pod/down_intent): the up stops and deletes what it
+// made; a watcher ends its run as stopped instead of making the VM again.
+void leave_down_intent(const PodConfig& pod, const DownJob& job, Context& ctx, LinePrinter& printer) {
+  DownIntent intent;
+  intent.at = std::chrono::system_clock::now();
+  intent.tpu = job.gcloud.name;
+  intent.zone = job.gcloud.zone;
+  intent.project = job.gcloud.project;
+  intent.pod = pod.name;
+  intent.host = host_name();
+  intent.pid = static_cast<int>(::getpid());
+  try {
+    write_down_intent(down_intent_path(job.gcloud, ctx.env), intent);
+  } catch (const std::exception& e) {
+    printer.note(fmt::format("warning: cannot record that the pod is going down ({}): an `up` or a --recreate run of "
+                             "yours still running may make TPU VM {} again",
+                             e.what(), job.gcloud.name));
+  }
 }
 
 }  // namespace
@@ -63,6 +90,9 @@ int down_pod(const PodConfig& pod, const DownOptions& o, Context& ctx) {
   DownIo io{ctx.processes, *transport, ctx.cancel, [&](const std::string& line) { printer.note(line); }};
   const DownFacts facts = find_down_facts(job, pod.create ? pod.create->zones : std::vector<std::string>{}, io);
   if (nothing_left(facts) && facts.describe_error.empty()) {
+    // An up between two zones, or a recreate between its delete and its
+    // create, has nothing there now, and must still not make one.
+    if (!o.dry_run) leave_down_intent(pod, job, ctx, printer);
     forget_placement(*pod.gcloud, ctx.env);
     forget_describe(*pod.gcloud, ctx.env);
     printer.note(fmt::format("pod '{}': nothing to delete: no TPU VM {} and no queued resource in {}", pod.name,
@@ -89,6 +119,7 @@ int down_pod(const PodConfig& pod, const DownOptions& o, Context& ctx) {
   if (!o.yes && !confirm(fmt::format("tpurun: delete {}? ", there), ctx)) {
     throw UsageError(fmt::format("pod '{}': deleting {} needs --yes (or an answer on a terminal)", pod.name, there));
   }
+  leave_down_intent(pod, job, ctx, printer);
   const std::string error = tear_down(job, facts, io);
   if (!error.empty()) {
     printer.note(fmt::format("pod '{}': down failed: {}", pod.name, error));

@@ -14,6 +14,7 @@
 #include "tpurun/pod/worker_select.hpp"
 #include "tpurun/runs/record/recorded_pod.hpp"
 #include "tpurun/runs/record/run_record.hpp"
+#include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/runs/watcher/records_verdict.hpp"
 #include "tpurun/runs/watcher/watcher_control.hpp"
 #include "tpurun/tpu/kill_audit.hpp"
@@ -32,6 +33,51 @@ int parse_grace(const std::string& text) {
   }
   return static_cast<int>(ms);
 }
+
+namespace {
+
+// The run waits for its next attempt (a restart, its TPU VM preempted or
+// being recreated): its VM is looked up as gcloud says now, not in a kept
+// describe that may name the preempted one's workers.
+bool between_attempts(const std::string& run, Context& ctx) {
+  try {
+    const PodConfig pod = load_pod_records(ctx);
+    if (pod.logs_root.empty()) return false;
+    const auto state = read_run_state(find_run_dir(pod.logs_root, local_user(ctx.env), run));
+    return state && state->verdict == RunVerdict::restarting;
+  } catch (const std::exception&) {
+    return false;  // said below, where the run is looked up for the kill
+  }
+}
+
+// kill --run while the run's TPU VM is not there, or not READY (preempted,
+// being recreated: a queued resource that waits): there is no worker to
+// signal, but the run is stopped all the same (issue 39, finding 10). Its
+// stop marker and its watcher: a recreate in progress stops, and deletes
+// what it created.
+int kill_run_while_vm_away(const std::string& run, const TpuUnavailable& e, Context& ctx, LinePrinter& printer) {
+  PodConfig pod = load_pod_records(ctx);
+  if (auto other = ctx.pod_request.pod ? std::nullopt : other_pod_of_run(pod, run, ctx)) {
+    ctx.pod_request.pod = *other;
+    pod = load_pod_records(ctx);
+  }
+  if (pod.logs_root.empty()) throw e;
+  const std::string user = local_user(ctx.env);
+  const std::string dir = find_run_dir(pod.logs_root, user, run);
+  const std::string run_id = std::filesystem::path(dir).filename().string();
+  const auto before = read_run_state(dir);
+  if (before && is_final(before->verdict)) {
+    printer.note(fmt::format("run {} has ended already ({}); {}", run_id, to_string(before->verdict), e.what()));
+    return 0;
+  }
+  stop_watchers(Target{pod, {}}, run_id, user, printer);
+  printer.note(fmt::format("run {} was stopped while its TPU VM was away ({}): no worker to signal; its watcher "
+                           "records the run as stopped and stops a recreate in progress, deleting what it created",
+                           run_id, e.what()));
+  return 0;
+}
+
+}  // namespace
 
 CLI::App* register_kill(CLI::App& app, KillCommandOptions& o) {
   CLI::App* cmd =
@@ -62,8 +108,16 @@ int run_kill(const KillCommandOptions& o, Context& ctx) {
   request.options.force = o.force;
   request.dry_run = o.dry_run;
 
-  Target target = resolve_target(o.target, ctx);
   LinePrinter printer(ctx.out, ctx.err, ctx.out_is_tty, ctx.err_is_tty);
+  if (!o.run.empty() && between_attempts(o.run, ctx)) ctx.pod_request.describe_fresh = true;
+  std::optional<Target> found;
+  try {
+    found = resolve_target(o.target, ctx);
+  } catch (const TpuUnavailable& e) {
+    if (o.run.empty() || o.dry_run) throw;
+    return kill_run_while_vm_away(o.run, e, ctx, printer);
+  }
+  Target target = std::move(*found);
   if (auto pod = ctx.pod_request.pod ? std::nullopt : other_pod_of_run(target.pod, o.run, ctx)) {
     printer.note(fmt::format("run {} was started on pod '{}': killing it there", o.run, *pod));
     ctx.pod_request.pod = *pod;

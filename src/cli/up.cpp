@@ -47,7 +47,7 @@ UpJob make_job(const PodConfig& pod, const UpOptions& o, Context& ctx) {
 int finish(const UpJob& job, const UpResult& r, LinePrinter& printer, Context& ctx, bool made) {
   printer.clear_progress();
   if (!r.ok) {
-    printer.note(fmt::format("up {}: {}", r.cancelled ? "interrupted" : "failed", r.why));
+    printer.note(fmt::format("up {}: {}", r.cancelled ? "interrupted" : r.stopped_by_down ? "stopped" : "failed", r.why));
     if (!r.fix.empty()) printer.note("  fix: " + r.fix);
     if (!r.left.empty()) printer.note("  left: " + r.left);
     return r.cancelled ? interrupt_exit_code() : 1;

@@ -9,7 +9,7 @@
 
 #include <thread>
 
-#include "gcloud_call.hpp"
+#include "tpurun/cloud/gcloud_call.hpp"
 #include "tpurun/board/claim_check.hpp"
 #include "tpurun/cloud/up.hpp"
 #include "tpurun/pod/tpu_recreate.hpp"

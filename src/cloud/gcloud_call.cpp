@@ -1,4 +1,4 @@
-#include "gcloud_call.hpp"
+#include "tpurun/cloud/gcloud_call.hpp"
 
 #include <fmt/format.h>
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "gcloud_call.hpp"
+#include "tpurun/cloud/gcloud_call.hpp"
 #include "tpurun/pod/pod.hpp"
 #include "tpurun/pod/tpu_node.hpp"
 

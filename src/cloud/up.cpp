@@ -18,6 +18,7 @@
 #include "tpurun/cloud/pod_setup.hpp"
 #include "tpurun/fanout/fanout.hpp"
 #include "tpurun/pod/config.hpp"
+#include "tpurun/pod/down_intent.hpp"
 #include "tpurun/pod/placement.hpp"
 #include "tpurun/pod/tpu_recreate.hpp"
 #include "tpurun/tpu/kill_audit.hpp"
@@ -251,6 +252,7 @@ UpJob up_job_for(const PodConfig& pod, const Environment& env) {
   job.audit_path = default_audit_path(env);
   job.max_queued = job.create.max_queued;
   if (auto placed = read_placement(*pod.gcloud, env)) job.placed_zone = placed->zone;
+  job.down_intent_path = down_intent_path(*pod.gcloud, env);
   return job;
 }
 
@@ -262,7 +264,22 @@ std::string create_tier(const CreateSpec& c) {
   return "on demand";
 }
 
-UpResult bring_up(const UpJob& job, UpIo& io) { return Up(job, io).run(); }
+UpResult bring_up(const UpJob& job, UpIo& io) {
+  // "`down` means down" (issue 39, finding 9): a down asked after this up
+  // began cancels it as Ctrl-C would, so it deletes what it made; an earlier
+  // one is superseded by this up.
+  DownIntentWatch down(job.down_intent_path, std::chrono::system_clock::now());
+  const CancelToken cancel = io.cancel.or_when(down.flag());
+  UpIo watched{io.processes, io.transport, io.env, cancel, io.say, io.status, io.live_status};
+  UpResult r = Up(job, watched).run();
+  if (auto intent = down.seen(); intent && !r.ok && !io.cancel.cancelled()) {
+    r.cancelled = false;
+    r.stopped_by_down = true;
+    r.why = down_intent_text(*intent);
+    r.fix = "`tpurun up` again brings the pod up";
+  }
+  return r;
+}
 
 UpResult prepare_ready_vm(const UpJob& job, const TpuNode& node, bool run_setup, UpIo& io) {
   Up up(job, io);

@@ -14,7 +14,13 @@
 #  - --max-preemptions 1 with two preemptions (TERMINATED, then PREEMPTED):
 #    the second ends the run, preempted (exit 75), saying why; the VM stays;
 #  - a pod that bob has claimed, or where he holds a TPU, is never deleted
-#    (preempted with notice: the workers still answer, the jobs get SIGTERM).
+#    (preempted with notice: the workers still answer, the jobs get SIGTERM);
+#  - issue 39: `down --yes` of a --recreate run's VM (made by its queued
+#    resource) ends the run as stopped, and the watcher makes nothing again;
+#    kill --run while the watcher waits on the queued resource it made again
+#    (stocked out): the run is stopped, and that queued resource deleted; the
+#    new VM preempted during the recreate's setup counts as a preemption, and
+#    the recreate tries again: the run resumes as attempt 2.
 source "$(dirname "$0")/lib.sh"
 require_tpurun
 
@@ -30,8 +36,11 @@ set -e
 # (a new VM hides the share behind an empty read-only dir until it is mounted)
 [ -n "\$(ls -A $FAKEPOD_NFS)" ] || sudo mount -t fakenfs fakenfs:/ $FAKEPOD_NFS
 sudo touch /etc/tpurun-e2e-setup
+# (preempted_during_setup: a setup held until the VM is preempted under it)
+if [ -e $SCRATCH/hold/on ]; then touch $SCRATCH/hold/in-setup; while [ ! -e $SCRATCH/hold/gate ]; do sleep 0.2; done; fi
 echo "setup ran on \$(hostname)"
 SH
+install -d -m 1777 "$SCRATCH/hold"
 chmod 644 "$SCRATCH/setup.sh"
 
 cfg=$SCRATCH/recreate.json
@@ -41,7 +50,8 @@ pod_entry() {  # NAME [EXTRA]
 }
 cat >"$cfg" <<JSON
 { "default_pod": "rc",
-  "pods": { $(pod_entry rc ', "setup": "setup.sh"'), $(pod_entry qrvm), $(carved_pod fixed 0 1) } }
+  "pods": { $(pod_entry rc ', "setup": "setup.sh"'), $(pod_entry qrvm), $(carved_pod fixed 0 1),
+            $(pod_entry rq ', "setup": "setup.sh"'), $(pod_entry rs ', "setup": "setup.sh"') } }
 JSON
 chmod 644 "$cfg"
 t() {  # USER [-C DIR] ARGS...: tpurun with this test's config; audit log in the test's dir
@@ -122,15 +132,21 @@ dry_run() {
 e2e_case dry_run "--dry-run prints the exact commands and deletes nothing" --needs spot_vm
 
 # ------------------------------------------------------------------ preempted, recreated, resumed
+# stage_recreate POD CMD...: a --recreate run of alice's on POD, detached: $run, once its job runs on w1.
+stage_recreate() {
+  local pod=$1
+  shift
+  expect_exit 0 t alice -C "$proj" --pod "$pod" stage --detach --recreate --lost-after 3s -- "$@"
+  run=$(run_of "$ERR")
+  [[ -n $run ]] || fail "no run id in: $ERR"
+  wait_file "$logs/$run/worker1.pid"
+}
 preempted_recreated() {
   local job run first_id second_id kept_id
   # the VM spot_vm made (the dry run did not touch it)
   first_id=$(node rc 'n["id"]')
   job='if [ "$TPURUN_ATTEMPT" = 1 ]; then sleep 600; else echo "attempt $TPURUN_ATTEMPT on $(hostname) setup=$(ls /etc/tpurun-e2e-setup)"; fi'
-  expect_exit 0 t alice -C "$proj" stage --detach --recreate --lost-after 3s -- sh -c "$job"
-  run=$(run_of "$ERR")
-  [[ -n $run ]] || fail "no run id in: $ERR"
-  wait_file "$logs/$run/worker1.pid"
+  stage_recreate rc sh -c "$job"
   fakepod preempt rc --zone $ZONE >/dev/null
   expect_exit 0 t alice logs "$run" -f
   assert_contains "$OUT" "attempt 2 on t1v-n-"
@@ -248,5 +264,93 @@ claimed_pod() {
   assert_not_contains "$(cat "$audit")" "$run4" "a refused recreate was audited"
 }
 e2e_case claimed_pod "bob claims the pod, then holds a TPU on it: alice's preempted VM is never deleted"
+
+# ------------------------------------------------------------------ issue 39: down, kill --run, a second preemption
+# What real gcloud lists of NAME in the zone: "vm NAME STATE", "qr NAME STATE".
+gcloud_left() {
+  {
+    as_user alice gcloud compute tpus tpu-vm list --zone $ZONE --project sim-proj --format='value(name.basename(),state)' | sed 's/^/vm /'
+    as_user alice gcloud compute tpus queued-resources list --zone $ZONE --project sim-proj \
+      --format='value(name.basename(),state.state)' | sed 's/^/qr /'
+  } | awk -v n="$1" '$2 == n' | tr '\t' ' '
+}
+# rq: a spot TPU VM that its queued resource made for alice (labelled as
+# `up` labels it, so that down may delete it), set up by hand.
+rq_vm() {
+  expect_exit 0 as_user alice gcloud compute tpus queued-resources create rq --node-id rq --zone $ZONE \
+    --project sim-proj --accelerator-type v4-16 --runtime-version tpu-ubuntu2204-base --spot \
+    --labels tpurun-user=alice --quiet
+  wait_until "TPU VM rq to be READY" 600 eval '[[ $(node rq "n[\"state\"]" 2>/dev/null) == READY ]]'
+  expect_exit 0 t alice --pod rq exec --script "$SCRATCH/setup.sh"
+}
+run_json() {  # RUN EXPR: a Python expression over the run r of `runs --json`
+  expect_exit 0 t alice runs --json --no-check
+  /usr/bin/python3 - "$OUT" "$1" "$2" <<'PY' || fail "runs --json: $OUT"
+import json, sys
+r = [r for r in json.loads(sys.argv[1])["runs"] if r["run_id"] == sys.argv[2]][0]
+assert eval(sys.argv[3]), r
+PY
+}
+
+down_during_recreate_run() {
+  local run
+  rq_vm
+  stage_recreate rq sleep 600
+  expect_exit 0 t alice --pod rq down --yes
+  assert_contains "$ERR" "your run $run is still running on it"
+  assert_contains "$ERR" "nothing of it is left"
+  expect_exit 143 t alice logs "$run" -f
+  assert_contains "$ERR" "asked for TPU VM rq to be deleted"
+  assert_contains "$ERR" "the run is stopped, and its TPU VM is not made again"
+  assert_not_contains "$ERR" "creating TPU VM rq again"
+  run_json "$run" 'r["verdict"] == "stopped" and not any(p["action"] == "recreated" for p in r["preemptions"])'
+  assert_eq "$(gcloud_left rq)" "" "what gcloud lists of rq after down"
+  [[ ! -f $audit ]] || assert_not_contains "$(<"$audit")" "\"run_id\":\"$run\"" "the watcher deleted or created for the run"
+}
+e2e_case down_during_recreate_run "down --yes of a --recreate run's VM: the run ends stopped, and nothing is made again"
+
+kill_during_recreate() {
+  local run
+  rq_vm
+  stage_recreate rq sleep 600
+  # The queued resource made again waits: the zone has no spot capacity.
+  "$FAKEPOD" capacity stockout $ZONE >/dev/null
+  on_exit "\"\$FAKEPOD\" capacity restock $ZONE >/dev/null"
+  fakepod preempt rq --zone $ZONE >/dev/null
+  wait_until "the watcher to make queued resource rq again" 600 \
+    grep -q "creating TPU VM rq again through its queued resource" "$(srv "$logs/$run/watcher.log")"
+  expect_exit 0 t alice --pod rq kill --run "$run"
+  assert_contains "$ERR" "run $run was stopped while its TPU VM was away"
+  expect_exit 143 t alice logs "$run" -f
+  assert_contains "$ERR" "stopped by tpurun kill --run while the TPU VM was being recreated"
+  assert_contains "$ERR" "deleting what this recreate created: gcloud compute tpus queued-resources delete rq --zone $ZONE --project sim-proj --force --quiet"
+  run_json "$run" 'r["verdict"] == "stopped" and r["preemptions"][0]["action"] == "not recreated"'
+  assert_eq "$(gcloud_left rq)" "" "what gcloud lists of rq after the kill"
+}
+e2e_case kill_during_recreate "kill --run while the recreate's queued resource waits: the run is stopped, the queued resource deleted"
+
+preempted_during_setup() {
+  local run job
+  fakepod create rs --zone $ZONE --accelerator v4-16 --spot >/dev/null
+  expect_exit 0 t alice --pod rs exec --script "$SCRATCH/setup.sh"
+  job='if [ "$TPURUN_ATTEMPT" = 1 ]; then sleep 600; else echo "attempt $TPURUN_ATTEMPT"; fi'
+  stage_recreate rs sh -c "$job"
+  # The recreate's setup holds until the new VM is preempted under it; the next one runs through.
+  touch "$SCRATCH/hold/on"
+  on_exit "touch $SCRATCH/hold/gate"
+  fakepod preempt rs --zone $ZONE >/dev/null
+  wait_until "the recreate's setup to run" 600 test -e "$SCRATCH/hold/in-setup"
+  rm "$SCRATCH/hold/on"
+  fakepod preempt rs --zone $ZONE >/dev/null
+  expect_exit 0 t alice logs "$run" -f
+  assert_contains "$OUT" "attempt 2"
+  assert_contains "$ERR" "TPU VM rs is PREEMPTED ("
+  assert_contains "$ERR" ") during the recreate's setup (the setup failed: "
+  assert_contains "$ERR" "recreating it again (preemption 2 of at most 3)"
+  assert_contains "$ERR" "resumed as attempt 2"
+  run_json "$run" 'r["verdict"] == "succeeded" and r["attempt"] == 2 and r["max_attempts"] == 2 and len(r["preemptions"]) == 2 and all(p["action"] == "recreated" for p in r["preemptions"]) and r["preemptions"][1]["resumed_attempt"] == 2'
+  assert_eq "$(gcloud_left rs)" "vm rs READY" "what gcloud lists of rs after the recreates"
+}
+e2e_case preempted_during_setup "the new VM preempted during the recreate's setup: a second preemption, recreated again, resumed as attempt 2"
 
 e2e_run

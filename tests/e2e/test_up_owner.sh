@@ -14,7 +14,9 @@
 #    then deletes it;
 #  - a double SIGINT: deleted, or named with the command that deletes it;
 #  - SIGKILL while waiting in the second zone, then up again: found there, no
-#    second queued resource in the first zone.
+#    second queued resource in the first zone;
+#  - `down --yes` while up waits in the first of two zones: up stops, naming
+#    the down (not the next zone, not "ready"); a later up is not stopped by it.
 # After each case real gcloud lists what is left. A fault lasts until up has
 # met it (`fault zone-down`, then `zone-up`), never for a set time.
 source "$(dirname "$0")/lib.sh"
@@ -219,5 +221,33 @@ sigkill_then_up_again() {
   assert_eq "$(gcloud_qrs $Z2)" "qkill	WAITING_FOR_RESOURCES" "the killed up's queued resource in $Z2"
 }
 e2e_case sigkill_then_up_again "after a SIGKILL, the next up finds what the killed one left in its zone, and makes no second one"
+
+# ------------------------------------------------------------------ finding 9: down means down
+down_during_up() {
+  local rc err bg_pod=qkill
+  fresh
+  "$FAKEPOD" capacity stockout $Z2 >/dev/null
+  # (in $Z1, or first in $Z2 where sigkill_then_up_again's up left its placement)
+  bg_up alice dn1 --max-queued 0
+  wait_until "up to wait on its queued resource" 600 said dn1 "WAITING_FOR_RESOURCES"
+  expect_exit 0 t alice --pod qkill down --yes
+  bg_wait dn1
+  assert_eq "$rc" 1 "up after down: $err"
+  assert_contains "$err" "up stopped: \`tpurun down\` ("
+  assert_contains "$err" "asked for TPU VM qkill to be deleted"
+  assert_not_contains "$err" "; trying "
+  assert_not_contains "$err" "is ready"
+  assert_eq "$(gcloud_qrs $Z1)" "" "queued resources left in $Z1"
+  assert_eq "$(gcloud_qrs $Z2)" "" "queued resources left in $Z2"
+  # A later up is not stopped by the earlier down: it queues again.
+  bg_up alice dn2 --max-queued 0
+  wait_until "the next up to wait on its queued resource" 600 said dn2 "WAITING_FOR_RESOURCES"
+  kill -INT -- "-$bg_pid"
+  bg_wait dn2
+  assert_eq "$rc" 130 "$err"
+  assert_not_contains "$err" "asked for TPU VM qkill to be deleted"
+  assert_eq "$(gcloud_qrs $Z1)$(gcloud_qrs $Z2)" "" "queued resources left"
+}
+e2e_case down_during_up "down while up waits: up stops and names the down, nothing is left; a later up queues again"
 
 e2e_run

@@ -35,6 +35,7 @@ struct UpJob {
   std::chrono::seconds answer_timeout{300};  // for the workers to answer SSH once READY
   std::chrono::milliseconds poll{2000};
   std::string placed_zone;  // where an earlier up recorded its VM (a create it sent): tried first
+  std::string down_intent_path;  // a `tpurun down` of the pod after this up began stops it (pod/down_intent)
 };
 
 struct UpIo {
@@ -50,6 +51,7 @@ struct UpIo {
 struct UpResult {
   bool ok = false;
   bool cancelled = false;
+  bool stopped_by_down = false;  // `tpurun down` of the pod asked meanwhile (why names it)
   std::string why;  // not ok: what failed, one line
   std::string fix;
   std::string left;  // what this up made and could not delete, with the command that deletes it
@@ -70,6 +72,8 @@ UpJob up_job_for(const PodConfig& pod, const Environment& env);
 // How the VM is paid for: "spot", "reserved", "guaranteed", "best-effort" or "on demand".
 std::string create_tier(const CreateSpec& create);
 
+// Stops as on Ctrl-C (what it made deleted, unless `keep`) when a `tpurun
+// down` of the pod is asked after it began: stopped_by_down, and `why` names the down.
 UpResult bring_up(const UpJob& job, UpIo& io);
 
 // On a TPU VM that is READY already: keys, the workers answering, the setup

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runs/recreate/recreate.hpp"
 #include "runs/watcher/gang.hpp"
 #include "tpurun/runs/watcher/watcher.hpp"
 
@@ -34,6 +35,10 @@ class PreemptionRecovery {
 
  private:
   bool give_up(GangMonitor& monitor, const std::string& why);
+  // Stopped on purpose (kill --run, down): the run ends as stopped. `granted`:
+  // a preemption of this recover() was granted an attempt, withdrawn now.
+  bool stop_run(GangMonitor& monitor, const std::string& why, bool granted);
+  RecreateJob recreate_job(const std::vector<Worker>& workers) const;
 
   const WatcherSetup& setup_;
   Transport& transport_;

@@ -13,6 +13,7 @@
 
 #include "runs/record/log_dir_layout.hpp"
 #include "tpurun/board/claim_check.hpp"
+#include "tpurun/cloud/gcloud_call.hpp"
 #include "tpurun/cloud/pod_setup.hpp"
 #include "tpurun/pod/config.hpp"
 #include "tpurun/pod/queued_resource.hpp"
@@ -32,16 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// gcloud's last words, on one line: its errors end its stderr.
-std::string gcloud_said(const ProcessResult& r) {
-  std::string text = r.err.empty() ? r.out : r.err;
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  const size_t line = text.rfind('\n');
-  if (line != std::string::npos) text = text.substr(line + 1);
-  if (text.size() > 300) text = text.substr(0, 297) + "...";
-  return fmt::format("exit {}{}", r.exit_code, text.empty() ? "" : ": " + text);
-}
-
 class Recreate {
  public:
   Recreate(const RecreateJob& job, RecreateIo& io) : job_(job), io_(io) {}
@@ -55,15 +46,15 @@ class Recreate {
     if (auto why = recreate_refusal(fresh)) return refuse(*why);
     if (now.state != "NOT_FOUND" && !remove(now)) return std::move(result_);
     result_.deleted = true;
-    if (!create()) return std::move(result_);
+    if (!create()) return ended();
     auto node = wait_ready();
-    if (!node) return std::move(result_);
+    if (!node) return ended();
     result_.api_s = seconds_since(api_start);
     const auto keys_start = Clock::now();
-    if (!push_keys()) return std::move(result_);
+    if (!push_keys()) return ended("key push");
     result_.keys_s = seconds_since(keys_start);
     const auto setup_start = Clock::now();
-    if (!run_setup(*node)) return std::move(result_);
+    if (!run_setup(*node)) return ended("setup");
     result_.setup_s = seconds_since(setup_start);
     result_.ok = true;
     result_.node = std::move(node);
@@ -71,6 +62,49 @@ class Recreate {
   }
 
  private:
+  // A step after the create failed. Stopped on purpose (kill --run, down):
+  // what this recreate created goes again. Else, during `step` (the key push,
+  // the setup), the new VM may have been preempted too: a preemption of its
+  // own (issue 39, finding 11), for the caller to count and try again.
+  RecreateResult ended(const char* step = nullptr) {
+    if (io_.stopped()) {
+      undo_create();
+    } else if (step != nullptr && !io_.cancel.cancelled()) {
+      const TpuNode now = describe();
+      if (now.state == "PREEMPTED" || now.state == "TERMINATED" || now.state == "NOT_FOUND") {
+        result_.why = fmt::format("TPU VM {} is {} during the recreate's {} ({})", job_.spec.name, node_state_text(now),
+                                  step, result_.why);
+        result_.preempted_again = now;
+      }
+    }
+    return std::move(result_);
+  }
+
+  // Deletes what create() sent, as it was sent (a queued resource with
+  // --force): not cancellable, since a stop is what asks for it.
+  void undo_create() {
+    if (!created_) return;
+    created_ = false;
+    const bool through_qr = queued();
+    std::vector<std::string> argv;
+    try {
+      argv = through_qr ? gcloud_qr_delete_argv(queued_resource_spec(job_.spec, recorded_shape()), true)
+                        : gcloud_delete_argv(job_.spec);
+    } catch (const std::exception& e) {
+      result_.why += fmt::format("; what it created may be left: {}", e.what());
+      return;
+    }
+    if (!audit(through_qr ? "queued-resource-delete" : "tpu-vm-delete", "", argv)) return;
+    io_.say(fmt::format("deleting what this recreate created: {}", shell_display(argv)));
+    const ProcessResult r = io_.processes.run_bounded(argv, job_.gcloud_timeout, CancelToken());
+    if (r.exit_code != 0 && !is_not_found(r.err)) {
+      result_.why += fmt::format("; gcloud could not delete what it created ({}): `{}` deletes it", gcloud_said(r),
+                                 shell_display(argv));
+      return;
+    }
+    result_.why += "; what it created is deleted";
+  }
+
   RecreateResult refuse(const std::string& why) {
     result_.why = why;
     return std::move(result_);
@@ -177,11 +211,17 @@ class Recreate {
     const auto argv = through_qr
                     ? gcloud_qr_create_argv(job_.spec, shape, queued_options_of(shape), metadata_dir(job_.log_dir))
                     : gcloud_create_argv(job_.spec, shape, metadata_dir(job_.log_dir));
+    if (io_.stopped()) return fail("stopped before TPU VM " + job_.spec.name + " was created again");
     if (!audit(through_qr ? "queued-resource-create" : "tpu-vm-create", "", argv)) return false;
     io_.say(fmt::format("creating TPU VM {} again{}: {}", job_.spec.name,
                         through_qr ? " through its queued resource" : "", shell_display(argv)));
+    created_ = true;  // from here on: a create stopped half-way may still be made by the API
     const ProcessResult r = gcloud(argv, job_.ready_timeout);
-    if (r.exit_code != 0) return fail("gcloud could not create it: " + gcloud_said(r));
+    if (r.exit_code != 0) {
+      // Refused, not made: nothing of it to delete (ALREADY_EXISTS is someone else's).
+      if (!io_.cancel.cancelled()) created_ = false;
+      return fail("gcloud could not create it: " + gcloud_said(r));
+    }
     return true;
   }
 
@@ -209,7 +249,11 @@ class Recreate {
     std::string last;
     int missing = 0;
     for (;;) {
-      if (io_.stopped() || io_.cancel.cancelled()) {
+      if (io_.stopped()) {
+        fail(fmt::format("stopped while TPU VM {} was being created", job_.spec.name));
+        return std::nullopt;
+      }
+      if (io_.cancel.cancelled()) {
         fail(fmt::format("stopped while TPU VM {} was being created (it is left as it is)", job_.spec.name));
         return std::nullopt;
       }
@@ -230,7 +274,12 @@ class Recreate {
         }
         missing = 0;
       }
-      if (missing >= 3 || node.state == "PREEMPTED" || node.state == "TERMINATED") {
+      if (node.state == "PREEMPTED" || node.state == "TERMINATED") {
+        fail(fmt::format("TPU VM {} is {} again before it was READY", job_.spec.name, state));
+        result_.preempted_again = node;
+        return std::nullopt;
+      }
+      if (missing >= 3) {
         fail(fmt::format("TPU VM {} did not come up: it is {} after the create (gcloud compute tpus tpu-vm "
                          "list shows what the zone has)",
                          job_.spec.name, state));
@@ -277,6 +326,7 @@ class Recreate {
   const RecreateJob& job_;
   RecreateIo& io_;
   RecreateResult result_;
+  bool created_ = false;  // a create was sent, and not refused
 };
 
 }  // namespace

@@ -42,6 +42,9 @@ struct RecreateResult {
   std::string why;          // when not ok: what refused or failed, one line
   bool deleted = false;     // something was deleted (or it was gone already)
   std::optional<TpuNode> node;  // the new VM, READY
+  // Not ok because the new VM was found PREEMPTED, TERMINATED or gone before
+  // the run could go on there (during its key push or setup): what describe said.
+  std::optional<TpuNode> preempted_again;
   double api_s = 0, keys_s = 0, setup_s = 0;
 };
 
@@ -51,7 +54,9 @@ struct RecreateIo {
   Transport& transport;      // the workers: the scan before, the setup after
   const CancelToken& cancel;
   std::function<void(const std::string&)> say;  // one line for watcher.log
-  std::function<bool()> stopped;                // the run was stopped meanwhile
+  // The run was stopped meanwhile (kill --run, down): the recreate stops, and
+  // deletes what it created.
+  std::function<bool()> stopped;
 };
 
 // `gone` is the describe that found the VM gone (its state, name and id).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/util/signal_name.hpp"
@@ -262,9 +263,32 @@ void GangMonitor::recreate_failed(const std::string& why) {
   not_restarted("not recreated: " + why);
 }
 
+bool GangMonitor::preempted_while_recreating(Preemption what) {
+  if (state_.verdict != RunVerdict::restarting || state_.preemptions.empty()) return preempted(std::move(what));
+  what.attempt = state_.attempt;
+  state_.preemptions.push_back(std::move(what));
+  if (static_cast<int>(state_.preemptions.size()) <= policy_.max_preemptions) return true;
+  const std::string why = fmt::format("{} preemptions, and --max-preemptions {} allows {}", state_.preemptions.size(),
+                                      policy_.max_preemptions, policy_.max_preemptions);
+  recreate_failed(why);
+  return false;
+}
+
+void GangMonitor::stopped_on_purpose(const std::string& why) {
+  if (state_.verdict == RunVerdict::succeeded) return;
+  state_.verdict = RunVerdict::stopped;
+  not_restarted(why);
+}
+
 void GangMonitor::resume(const std::vector<Preemption>& earlier) {
   state_.preemptions = earlier;
-  for (const Preemption& p : earlier) state_.max_attempts += p.recreated() ? 1 : 0;
+  // One more attempt for each attempt that preemptions ended and a recreate
+  // followed: a VM preempted again during its recreate grants no second one.
+  std::set<int> granted;
+  for (const Preemption& p : earlier) {
+    if (p.recreated()) granted.insert(p.attempt);
+  }
+  state_.max_attempts += static_cast<int>(granted.size());
 }
 
 GangAction GangMonitor::observe(const std::vector<WorkerSample>& samples, Time now, bool stop_requested,

@@ -92,6 +92,16 @@ class GangMonitor {
   // The granted attempt cannot happen after all (the TPU VM was not
   // recreated: `why`): the run ends as preempted.
   void recreate_failed(const std::string& why);
+  // The new VM of a recreate was preempted too, before the run could go on
+  // on it (issue 39, finding 11): a preemption of its own, of the same
+  // attempt, which grants no second attempt. True: within --max-preemptions,
+  // the recreate tries again. False: the run ends as preempted.
+  bool preempted_while_recreating(Preemption what);
+  // The run was stopped on purpose while no attempt of it ran (between
+  // attempts, during a recreate, or an attempt that `tpurun down` ended):
+  // `tpurun kill --run`, or `tpurun down` of its TPU VM. It ends as stopped,
+  // and nothing is restarted; a run that succeeded stays so.
+  void stopped_on_purpose(const std::string& why);
   // The latest preemption, to add what became of it (when the VM came back,
   // which attempt resumed, where the time went).
   Preemption* last_preemption() { return state_.preemptions.empty() ? nullptr : &state_.preemptions.back(); }

@@ -114,10 +114,10 @@ int Watcher::run() {
         stop_gang();
         break;
       case GangAction::restart:
-        if (!restart(prober)) return signalled_ ? 0 : finish();
+        if (down_stops_run() || !restart(prober)) return signalled_ ? 0 : finish();
         break;
       case GangAction::finished:
-        if (!preempted_at_end()) return finish();
+        if (down_stops_run() || !preempted_at_end()) return finish();
         if (!relaunch(prober)) return signalled_ ? 0 : finish();
         break;
     }
@@ -272,7 +272,7 @@ int Watcher::finish() {
   stall_.clear();
   const RunState& s = monitor_.state();
   if (s.verdict == RunVerdict::succeeded || (s.verdict == RunVerdict::failed && !s.stopped_others)) stop_leftovers();
-  if (s.verdict != RunVerdict::preempted) message_.clear();
+  if (s.verdict != RunVerdict::preempted && !stopped_on_purpose_) message_.clear();
   release_spare();
   save(true);
   if (!setup_.env_dir.empty()) forget_kept_env(setup_.env_dir, setup_.record.run_id);

@@ -20,10 +20,12 @@
 #include "runs/watcher/kept_env.hpp"
 #include "tpurun/pod/config.hpp"
 #include "tpurun/pod/describe_cache.hpp"
+#include "tpurun/pod/down_intent.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/runs/record/run_state.hpp"
 #include "tpurun/tpu/kill_audit.hpp"
 #include "tpurun/util/daemon.hpp"
+#include "tpurun/util/duration.hpp"
 #include "tpurun/util/safe_dir.hpp"
 
 namespace tpurun {
@@ -86,6 +88,12 @@ WatcherSetup watcher_setup(RunRecord record, Context& ctx, const std::function<v
   setup.env_dir = kept_env_dir(ctx.env);
   if (setup.pod.gcloud) {
     setup.keep_new_vm = [spec = *setup.pod.gcloud, &ctx](const TpuNode& node) { keep_describe(spec, node, ctx.env); };
+    // A down of the VM since the run was staged (its record's time, to the second).
+    const auto staged = parse_utc_time(setup.record.created_at).value_or(std::chrono::system_clock::now());
+    setup.down_asked = [path = down_intent_path(*setup.pod.gcloud, ctx.env), staged]() -> std::optional<std::string> {
+      if (auto intent = down_intent_since(path, staged)) return down_intent_text(*intent);
+      return std::nullopt;
+    };
   }
   setup.audit_path = default_audit_path(ctx.env);
   if (auto env = load_kept_env(setup.env_dir, setup.record.run_id)) {

@@ -68,6 +68,10 @@ class Watcher {
   // attempts are left (or the watcher was signalled meanwhile).
   bool preempted();
   bool stopped_during_restart();
+  // `tpurun down` of the pod's TPU VM since the run was staged: an attempt
+  // that failed or lost its workers, or a restart, ends the run as stopped.
+  // True when it did.
+  bool down_stops_run();
   // No shared mount: the snapshot pushed again where a new VM may lack it.
   // "" once every worker holds it, else what the relaunch waits for.
   std::string push_snapshot_again_to_workers();
@@ -90,6 +94,7 @@ class Watcher {
   bool out_of_space_ = false;
   std::vector<MissingLogs> logs_missing_;  // no shared mount: what the mirror's last round could not copy
   bool vm_checked_ = false;
+  bool stopped_on_purpose_ = false;  // by a down, or a kill during a recreate: the message says which
   bool snapshot_unsure_ = false;  // the workers changed since the snapshot reached them
   bool snapshot_unreadable_ = false;  // ... and this host's copy cannot be pushed again  // the TPU VM was described after the last attempt ended
   StallWatch stall_;  // --stall-after, --on-stall, the board's idle mark

@@ -28,7 +28,7 @@ using Clock = std::chrono::system_clock;
 bool Watcher::pause(std::chrono::milliseconds d) {
   const auto until = std::chrono::steady_clock::now() + d;
   while (std::chrono::steady_clock::now() < until) {
-    if (cancel_.cancelled() || stop_requested(setup_.record.log_dir)) return false;
+    if (cancel_.cancelled() || stop_requested(setup_.record.log_dir) || setup_.down_asked()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return true;
@@ -214,13 +214,30 @@ bool Watcher::preempted() {
     signalled_ = true;
   } else {
     message_ = recovery_.message();
+    stopped_on_purpose_ = monitor_.state().verdict == RunVerdict::stopped;
   }
   return false;
+}
+
+// An attempt that ended without success, or the wait for the next one:
+// after a `tpurun down` of the pod's TPU VM (its workers lost with it, a
+// restart or a recreate to come), the run ends as stopped (issue 39, finding 9).
+bool Watcher::down_stops_run() {
+  const RunVerdict verdict = monitor_.state().verdict;
+  if (verdict == RunVerdict::succeeded || verdict == RunVerdict::stopped) return false;
+  auto down = setup_.down_asked();
+  if (!down) return false;
+  say(fmt::format("{}: the run is stopped, and its TPU VM is not made again", *down));
+  monitor_.stopped_on_purpose(*down);
+  message_ = *down;
+  stopped_on_purpose_ = true;
+  return true;
 }
 
 bool Watcher::stopped_during_restart() {
   if (stop_requested(setup_.record.log_dir)) {
     monitor_.observe({}, Clock::now(), true);
+  } else if (down_stops_run()) {
   } else {
     say("the watcher was stopped by a signal while restarting; tpurun logs RUN -f watches again");
     signalled_ = true;

@@ -1,5 +1,5 @@
 // gcloud_call: which gcloud failures are worth the same call again.
-#include "cloud/gcloud_call.hpp"
+#include "tpurun/cloud/gcloud_call.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct WatcherSetup {
   // Called with the new VM's describe after a recreate: the user's kept
   // describe (up to 10 minutes) still names the deleted VM.
   std::function<void(const TpuNode&)> keep_new_vm;
+  // "`down` means down" (issue 39, finding 9): a `tpurun down` of the pod's
+  // TPU VM by this user since the run was staged, named (pod/down_intent);
+  // the run then ends as stopped, and its VM is not made again.
+  std::function<std::optional<std::string>()> down_asked = [] { return std::optional<std::string>(); };
   std::chrono::milliseconds poll{1000};        // how often exit records are read
   std::chrono::milliseconds probe_every{3000};  // how often jobs without one are probed
   std::chrono::milliseconds first_backoff{2000};

@@ -109,6 +109,14 @@ testing::ScriptedReply worker(int w, const RemoteCommand& command) {
           "", 0};
 }
 
+// The same workers, but w1's setup answers `reply`.
+testing::ScriptedTransport::Responder setup_fails_on_w1(testing::ScriptedReply reply) {
+  return [reply](int w, const RemoteCommand& c) {
+    if (c.command_line == "exec bash -s" && w == 1) return reply;
+    return worker(w, c);
+  };
+}
+
 struct RecreateFixture : ::testing::Test {
   testing::TempDir dir;
   std::string log_dir = dir.path() + "/run";
@@ -141,13 +149,14 @@ struct RecreateFixture : ::testing::Test {
     gcloud.answers["ssh"] = {{0, "", ""}};
   }
 
-  RecreateResult recreate() {
+  RecreateResult recreate() { return recreate_on(transport, [this] { return stopped; }); }
+  // The VM found PREEMPTED (id 111) recreated, its workers answered by `workers`.
+  RecreateResult recreate_on(Transport& workers, std::function<bool()> is_stopped = [] { return false; }) {
     TpuNode gone;
     gone.name = "rc";
     gone.id = "111";
     gone.state = "PREEMPTED";
-    RecreateIo io{gcloud, transport, cancel, [this](const std::string& s) { said.push_back(s); },
-                  [this] { return stopped; }};
+    RecreateIo io{gcloud, workers, cancel, [this](const std::string& s) { said.push_back(s); }, std::move(is_stopped)};
     return recreate_tpu_vm(job, gone, io);
   }
 };
@@ -192,12 +201,7 @@ TEST_F(RecreateFixture, AnotherUsersTpuProcessOnAReachableWorkerStopsEverything)
     }
     return r;
   });
-  TpuNode gone;
-  gone.name = "rc";
-  gone.id = "111";
-  gone.state = "PREEMPTED";
-  RecreateIo io{gcloud, busy, cancel, [](const std::string&) {}, [] { return false; }};
-  const RecreateResult r = recreate_tpu_vm(job, gone, io);
+  const RecreateResult r = recreate_on(busy);
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.why, HasSubstr("another user holds a TPU"));
   EXPECT_TRUE(gcloud.calls.empty());
@@ -243,20 +247,70 @@ TEST_F(RecreateFixture, NoAuditRecordNoDelete) {
 }
 
 TEST_F(RecreateFixture, AFailingSetupEndsTheRecreateAndNamesTheWorker) {
-  testing::ScriptedTransport failing([](int w, const RemoteCommand& c) {
-    testing::ScriptedReply r = worker(w, c);
-    if (c.command_line == "exec bash -s" && w == 1) r = {"", "mount: permission denied\n", 32};
-    return r;
-  });
-  TpuNode gone;
-  gone.name = "rc";
-  gone.id = "111";
-  gone.state = "PREEMPTED";
-  RecreateIo io{gcloud, failing, cancel, [](const std::string&) {}, [] { return false; }};
-  const RecreateResult r = recreate_tpu_vm(job, gone, io);
+  testing::ScriptedTransport failing(setup_fails_on_w1({"", "mount: permission denied\n", 32}));
+  const RecreateResult r = recreate_on(failing);
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.why, HasSubstr("the setup failed: w1"));
   EXPECT_THAT(read_small_file(setup_log_path(log_dir)), HasSubstr("[w1 10.0.0.2] mount: permission denied"));
+}
+
+// Issue 39, findings 9 and 10: kill --run or `tpurun down` while the new VM
+// is being made: the recreate stops, and what it created goes again.
+TEST_F(RecreateFixture, StoppedWhileTheNewVmIsMadeDeletesWhatItCreated) {
+  const RecreateResult r = recreate_on(transport, [this] { return gcloud.calls.size() >= 3; });
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.why, HasSubstr("stopped while TPU VM rc was being created; what it created is deleted"));
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete", "create", "delete"));
+  EXPECT_THAT(said, ::testing::Contains(HasSubstr("deleting what this recreate created: gcloud compute tpus tpu-vm "
+                                                  "delete rc")));
+  // audited as every delete is: the preempted VM's, then the one it created
+  const std::string audit = read_small_file(job.audit_path);
+  EXPECT_NE(audit.find(R"("event":"tpu-vm-delete")", audit.find(R"("event":"tpu-vm-create")")), std::string::npos);
+}
+
+TEST_F(RecreateFixture, StoppedBeforeTheCreateCreatesNothing) {
+  const RecreateResult r = recreate_on(transport, [this] { return gcloud.calls.size() >= 2; });
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete"));
+}
+
+// Issue 39, finding 11: the new VM preempted during the setup is a preemption, for the caller to count.
+TEST_F(RecreateFixture, TheNewVmPreemptedDuringTheSetupIsSaidSo) {
+  gcloud.answers["describe"] = {{0, node_json("PREEMPTED", "111"), ""},
+                                {0, node_json("CREATING", "222"), ""},
+                                {0, node_json("READY", "222"), ""},
+                                {0, node_json("PREEMPTED", "222"), ""}};
+  testing::ScriptedTransport lost(setup_fails_on_w1({"", "connection lost\n", 255}));
+  const RecreateResult r = recreate_on(lost);
+  EXPECT_FALSE(r.ok);
+  ASSERT_TRUE(r.preempted_again);
+  EXPECT_EQ(r.preempted_again->id, "222");
+  EXPECT_THAT(r.why, HasSubstr("TPU VM rc is PREEMPTED during the recreate's setup (the setup failed: w1"));
+  // nothing of it is deleted here: the next recreate does that, within the budget
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete", "create", "describe", "describe", "ssh", "describe"));
+}
+
+TEST_F(RecreateFixture, AFailingSetupOnAVmStillReadyIsNoPreemption) {
+  testing::ScriptedTransport failing(setup_fails_on_w1({"", "mount: permission denied\n", 32}));
+  const RecreateResult r = recreate_on(failing);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.preempted_again);
+}
+
+// Issue 39, item 17: gcloud's whole error, not its last line (which hid ALREADY_EXISTS).
+TEST_F(RecreateFixture, ACreateErrorSaysGcloudsWholeReason) {
+  gcloud.answers["create"] = {{1, "",
+                               "ERROR: (gcloud.compute.tpus.tpu-vm.create) ALREADY_EXISTS: Resource "
+                               "'projects/p/locations/z/nodes/rc' already exists\n"
+                               "- '@type': type.googleapis.com/google.rpc.ResourceInfo\n"
+                               "  resourceName: projects/p/locations/z/nodes/rc\n"}};
+  const RecreateResult r = recreate();
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.why, HasSubstr("gcloud could not create it: exit 1: ERROR: (gcloud.compute.tpus.tpu-vm.create) "
+                               "ALREADY_EXISTS: Resource 'projects/p/locations/z/nodes/rc' already exists - "
+                               "'@type': type.googleapis.com/google.rpc.ResourceInfo resourceName: "));
+  // refused, not made: nothing of it is deleted
+  EXPECT_THAT(gcloud.verbs(), ElementsAre("describe", "delete", "create"));
 }
 
 TEST(RecreateCommands, DeleteCreateAndKeysInOrder) {

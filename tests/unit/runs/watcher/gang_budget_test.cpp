@@ -176,5 +176,68 @@ TEST(GangBudget, AResumedWatcherKeepsTheAttemptsEarlierPreemptionsGranted) {
   EXPECT_EQ(gang.state().preemptions.size(), 1u);
 }
 
+// --restarts 0 --recreate --max-preemptions N; both workers lost, the VM found
+// preempted: the recreate is granted an attempt.
+GangMonitor preempted_once(const GangPolicy& policy) {
+  GangMonitor gang(policy, {0, 1});
+  lose_both(gang, t0);
+  EXPECT_TRUE(gang.preempted(preemption()));
+  return gang;
+}
+
+GangPolicy recreate_policy(int max_preemptions) {
+  GangPolicy policy;
+  policy.lost_after = 10s;
+  policy.recreate = true;
+  policy.max_preemptions = max_preemptions;
+  return policy;
+}
+
+// Issue 39, finding 11: the new VM preempted during the recreate's setup.
+TEST(GangBudget, APreemptionDuringTheRecreateCountsAndGrantsNoSecondAttempt) {
+  const GangPolicy policy = recreate_policy(3);
+  GangMonitor gang = preempted_once(policy);
+  gang.last_preemption()->action = "recreated";
+  EXPECT_TRUE(gang.preempted_while_recreating(preemption()));
+  EXPECT_EQ(gang.state().verdict, RunVerdict::restarting);
+  EXPECT_EQ(gang.state().preemptions.size(), 2u);
+  EXPECT_EQ(gang.state().preemptions.at(1).attempt, 1);  // no attempt ran on the VM it took
+  EXPECT_EQ(gang.state().max_attempts, 2);                // still one attempt more, not two
+  gang.last_preemption()->action = "recreated";
+  // a watcher that picks the run up counts the attempt once too
+  GangMonitor resumed(policy, {0, 1}, 2);
+  resumed.resume(gang.state().preemptions);
+  EXPECT_EQ(resumed.state().max_attempts, 2);
+}
+
+TEST(GangBudget, APreemptionDuringTheRecreateOverTheBudgetEndsTheRun) {
+  GangMonitor gang = preempted_once(recreate_policy(1));
+  EXPECT_FALSE(gang.preempted_while_recreating(preemption()));
+  EXPECT_EQ(gang.state().verdict, RunVerdict::preempted);
+  EXPECT_EQ(gang.state().max_attempts, 1);
+  EXPECT_EQ(gang.state().preemptions.at(1).action, "not recreated");
+  EXPECT_EQ(gang.state().preemptions.at(1).why, "2 preemptions, and --max-preemptions 1 allows 1");
+}
+
+// Issue 39, findings 9 and 10: `tpurun down`, or kill --run, while the VM is away.
+TEST(GangBudget, StoppedOnPurposeBetweenAttemptsEndsTheRunStoppedWithoutARestart) {
+  GangPolicy policy;
+  policy.max_attempts = 3;  // --restarts 2
+  policy.lost_after = 10s;
+  GangMonitor gang(policy, {0, 1});
+  EXPECT_EQ(lose_both(gang, t0), GangAction::restart);
+  gang.stopped_on_purpose("`tpurun down` (...) asked for TPU VM rc to be deleted");
+  EXPECT_EQ(gang.state().verdict, RunVerdict::stopped);
+  for (const WorkerStatus& w : gang.state().workers) {
+    EXPECT_EQ(w.state, WorkerState::stopped);
+    EXPECT_NE(w.detail.find("`tpurun down`"), std::string::npos) << w.detail;
+  }
+  // a run that succeeded before the down stays so
+  GangMonitor done(policy, {0, 1});
+  done.observe({exited(0, 0), exited(1, 0)}, t0, false);
+  done.stopped_on_purpose("down");
+  EXPECT_EQ(done.state().verdict, RunVerdict::succeeded);
+}
+
 }  // namespace
 }  // namespace tpurun
