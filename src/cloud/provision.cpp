@@ -71,7 +71,12 @@ class Provision {
       const std::string reason = job_.create.queued ? queued_in(where) : plain_in(where);
       if (result_.node || result_.cancelled || stopped_) return std::move(result_);
       reasons.push_back(fmt::format("{}: {}", where.zone, reason));
-      if (i + 1 < zones.size()) io_.say(fmt::format("{}; trying {}", reason, zones[i + 1]));
+      // (a reason give_up_zone has said already is not said again)
+      if (i + 1 < zones.size()) {
+        io_.say(reason_said_ ? fmt::format("trying {}", zones[i + 1])
+                             : fmt::format("{}; trying {}", reason, zones[i + 1]));
+      }
+      reason_said_ = false;
     }
     result_.why = reasons.size() == 1 ? reasons.front()
                                       : fmt::format("no zone gave a TPU VM: {}", fmt::join(reasons, "; "));
@@ -288,6 +293,7 @@ class Provision {
                   fmt::format("`{}` deletes it", shell_display(gcloud_qr_delete_argv(where_, true))));
     }
     io_.say(fmt::format("{}: deleting it (--force)", why));
+    reason_said_ = true;
     std::string error;
     if (!delete_made(*result_.made, io_.gcloud, job_.gcloud_timeout, error)) return stop(error);
     set_made(std::nullopt);
@@ -331,6 +337,7 @@ class Provision {
   ProvisionIo& io_;
   ProvisionResult result_;
   bool stopped_ = false;
+  bool reason_said_ = false;  // this zone's reason is on the screen already
   GcloudSpec where_;  // the zone being tried
 };
 

@@ -102,6 +102,10 @@ TEST_F(ProvisionTest, AFailedQueuedResourceIsDeletedAndTheNextZoneTried) {
   EXPECT_EQ(r.made->where.zone, "z2");
   EXPECT_TRUE(said("queued resource tpu is FAILED: no more capacity (code 8): deleting it (--force)"));
   EXPECT_TRUE(said("trying z2"));
+  // The reason once, not again with "trying z2" (issue 39, finding 17).
+  int with_reason = 0;
+  for (const auto& line : said_) with_reason += line.find("no more capacity (code 8)") != std::string::npos;
+  EXPECT_EQ(with_reason, 1);
   bool deleted = false;
   for (const auto& c : gcloud_.calls) {
     deleted |= c == "gcloud compute tpus queued-resources delete tpu --zone z1 --project proj --force --quiet";
