@@ -36,8 +36,9 @@ set -e
 # (a new VM hides the share behind an empty read-only dir until it is mounted)
 [ -n "\$(ls -A $FAKEPOD_NFS)" ] || sudo mount -t fakenfs fakenfs:/ $FAKEPOD_NFS
 sudo touch /etc/tpurun-e2e-setup
-# (preempted_during_setup: a setup held until the VM is preempted under it)
-if [ -e $SCRATCH/hold/on ]; then touch $SCRATCH/hold/in-setup; while [ ! -e $SCRATCH/hold/gate ]; do sleep 0.2; done; fi
+# (preempted_during_setup: a setup held until the VM is preempted under it,
+# polled, at most 10 minutes)
+if [ -e $SCRATCH/hold/on ]; then touch $SCRATCH/hold/in-setup; n=0; while [ ! -e $SCRATCH/hold/gate ] && [ \$n -lt 3000 ]; do sleep 0.2; n=\$((n + 1)); done; fi
 echo "setup ran on \$(hostname)"
 SH
 install -d -m 1777 "$SCRATCH/hold"
