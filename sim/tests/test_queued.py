@@ -13,11 +13,17 @@ CAPACITY_TEXT = 'There is no more capacity in the zone "%s"; you can try in anot
 
 class QueuedResourceTest(CloudTest):
     def test_create_goes_active_with_a_node_of_its_own(self):
+        # Held in CREATING until the test has seen it there: with the fast
+        # 0.05 s step, a busy machine could let the queue move it on before
+        # the GET (asserting that would be asserting on a race).
+        queued.control(self.c, {"what": "hold", "state": "CREATING", "seconds": 600})
         op = self.create_qr("q1", qr_body("n1", spot={}))
         self.assertFalse(op["done"])
         self.assertEqual(op["metadata"]["verb"], "create")
         self.assertEqual(op["metadata"]["target"], "projects/%s/locations/%s/queuedResources/q1" % (P, Z))
         self.assertEqual(self.qr_state("q1"), "CREATING")
+        queued.control(self.c, {"what": "hold", "state": "CREATING", "seconds": 0})
+        queued.control(self.c, {"what": "hold", "state": "CREATING", "seconds": 0, "name": "q1"})
         op = self.wait_op(op)
         self.assertEqual(op["response"]["@type"], "type.googleapis.com/google.cloud.tpu.v2.QueuedResource")
         self.assertIn(op["response"]["state"]["state"], ("WAITING_FOR_RESOURCES", "PROVISIONING"))
@@ -47,9 +53,12 @@ class QueuedResourceTest(CloudTest):
                          "be one of [ACCEPTED WAITING_FOR_RESOURCES SUSPENDED FAILED])")
         self.assertEqual(self.qr_state("q1"), "ACTIVE")
         self.assertEqual(self.node("n1")["state"], "READY")
-        # gcloud --force sends force=True (a Python bool in the query)
+        # gcloud --force sends force=True (a Python bool in the query). Held
+        # in DELETING until the test has seen it there (as CREATING above).
+        queued.control(self.c, {"what": "hold", "state": "DELETING", "seconds": 600, "name": "q1"})
         st, op = self.call("DELETE", base() + "/queuedResources/q1?alt=json&force=True")
         self.assertEqual(self.qr_state("q1"), "DELETING")
+        queued.control(self.c, {"what": "hold", "state": "DELETING", "seconds": 0, "name": "q1"})
         op = self.wait_op(op)
         self.assertNotIn("error", op)
         self.assertEqual(op["response"]["@type"], "type.googleapis.com/google.protobuf.Empty")
