@@ -78,6 +78,10 @@ fi
 # out that name only, never a job's file for its spelling).
 tmpd=$logdir/$LOG_TMP_DIR
 mkdir -p "$tmpd" 2>/dev/null || tmpd=$logdir
+# The exit record's reserved bytes wait there too: renamed into place at the
+# end (the same filesystem), and never mirrored, so a pod with no shared
+# mount leaves no stale workerN.exit.pending on the dev VM.
+[ "$tmpd" = "$logdir" ] || pendingf=$tmpd/${pendingf##*/}
 # tpurun stacks' bootstrap (sitecustomize.py; docs/stacks.md): first on the
 # job's PYTHONPATH, its dumps beside it, this worker's own dir (a shared log
 # dir is every worker's). Where it cannot be written, the job runs without it.

@@ -26,7 +26,8 @@ run_of_stage() {
 stage_no_share() {
   local run i
   expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line
-  mkdir -p "$TPURUN_LOG_DIR/tb" && echo "event of w$TPURUN_WORKER" >"$TPURUN_LOG_DIR/tb/events.out.tfevents.w$TPURUN_WORKER"'
+  mkdir -p "$TPURUN_LOG_DIR/tb" && echo "event of w$TPURUN_WORKER" >"$TPURUN_LOG_DIR/tb/events.out.tfevents.w$TPURUN_WORKER"
+  sleep 3'  # (a few of the log mirror's rounds while the job runs: its exit record's reserved bytes exist then)
   assert_contains "$ERR" "→ 4 workers (no shared mount): sent"
   assert_not_contains "$ERR" "sent 0 files"
   assert_contains "$ERR" "succeeded"
@@ -37,6 +38,7 @@ stage_no_share() {
   for i in 0 1 2 3; do
     assert_contains "$(cat "$logs/$run/worker$i.log")" "hello from" "w$i's log mirrored to the dev VM"
     assert_eq "$(cat "$logs/$run/worker$i.exit")" "0"
+    [[ ! -e $logs/$run/worker$i.exit.pending ]] || fail "a stale worker$i.exit.pending on the dev VM"
     # and the worker's own copy is on its own disk, not on the dev VM's
     assert_contains "$(worker_file "$i" "$home/.tpurun/logs/alice/noshare/$run/worker$i.log")" "odd"
   done

@@ -11,7 +11,7 @@
 //   workerN.log   the job's output (the launcher on worker N; launch.cpp)
 //   workerN.pid   "<pid> <pgid>" of attempt 1; workerN.aK.pid of attempt K (the launcher)
 //   workerN.exit  the exit code of attempt 1; workerN.aK.exit of attempt K (the launcher)
-//   workerN.exit.pending  its bytes, taken while the job starts, so that the exit
+//   .tpurun-tmp/workerN.exit.pending  its bytes, taken while the job starts, so that the exit
 //                 record fits on a logs disk the job filled (the wrapper)
 //   .watcher-spare  room kept by the watcher for its last records on a full disk
 //   tpu-vm/       0700: describe.json (the TPU VM as describe saw it at stage time) and
