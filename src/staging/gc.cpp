@@ -12,6 +12,7 @@
 #include "staging/fs_util.hpp"
 #include "staging/snapshot_name.hpp"
 #include "tpurun/staging/gc.hpp"
+#include "tpurun/staging/snapshot_pin.hpp"
 #include "tpurun/util/safe_dir.hpp"
 
 namespace tpurun {
@@ -81,6 +82,12 @@ class Collector {
         if (when >= now_ - request_.older_than) continue;
         if (auto used = request_.in_use.find(name); used != request_.in_use.end()) {
           report_.kept.push_back({name, used->second});
+          continue;
+        }
+        // Held until it is gone: a stage that pins it meanwhile sees it gone.
+        const SnapshotRemovalLock lock(user_fd_, name);
+        if (lock.pinned()) {
+          report_.kept.push_back({name, {}});  // no run yet: a stage is sending or launching it
           continue;
         }
         report_.snapshots_removed.push_back(name);

@@ -7,6 +7,7 @@ namespace tpurun {
 namespace {
 
 std::string kept_text(const KeptSnapshot& kept) {
+  if (kept.runs.empty()) return fmt::format("kept {}: a stage is sending or launching it now", kept.name);
   std::string runs;
   for (const SnapshotUser& run : kept.runs) {
     runs += fmt::format("{}run {} ({})", runs.empty() ? "" : ", ", run.run_id, run.state);
@@ -40,7 +41,7 @@ nlohmann::json gc_report_to_json(const GcReport& report, const WorkerGcReports& 
   for (const KeptSnapshot& k : report.kept) {
     nlohmann::json runs = nlohmann::json::array();
     for (const SnapshotUser& run : k.runs) runs.push_back({{"run_id", run.run_id}, {"state", run.state}});
-    kept.push_back({{"snapshot", k.name}, {"runs", runs}});
+    kept.push_back({{"snapshot", k.name}, {"runs", runs}, {"being_staged", k.runs.empty()}});
   }
   nlohmann::json workers = nlohmann::json::array();
   for (const auto& [worker, r] : on_workers) {

@@ -78,6 +78,15 @@ stalled_push() {
   wait_until "150 s of w1's push stopped, the stage still waiting" 200 \
     eval '! kill -0 $stage_pid 2>/dev/null || (( SECONDS - t0 >= 150 ))'
   kill -0 "$stage_pid" 2>/dev/null || fail "the stage ended while w1's push was stopped: $(cat "$SCRATCH/stall.err")"
+  # gc meanwhile, with a cutoff that takes every snapshot: the one being sent
+  # is kept, pinned by the stage (issue 37: it was removed).
+  local snap
+  snap=$(sed -n 's/^tpurun: staged .* → .*\/\([^/]*\)$/\1/p' "$SCRATCH/stall.err" | head -1)
+  [[ -n $snap ]] || fail "no snapshot named in the stage's output: $(cat "$SCRATCH/stall.err")"
+  expect_exit 0 tpurun_as alice gc --older-than 0s --dry-run --json
+  assert_eq "$(json_get "$OUT" "[k['being_staged'] for k in d['kept'] if k['snapshot'] == '$snap']")" "[True]" \
+    "gc's verdict on the snapshot being sent ($snap): $OUT"
+  assert_eq "$(json_get "$OUT" "'$snap' in d['snapshots_removed']")" False "gc would remove the snapshot being sent"
   wexec 1 -- pkill -CONT -u alice -f "^tpurun-push "
   wait "$stage_pid" || rc=$?
   assert_eq "$rc" 0 "the stage's exit code: $(cat "$SCRATCH/stall.err")"

@@ -29,13 +29,13 @@ struct GcRequest {
 
 struct KeptSnapshot {
   std::string name;
-  std::vector<SnapshotUser> runs;
+  std::vector<SnapshotUser> runs;  // empty: a stage pins it (it is being sent or launched)
 };
 
 struct GcReport {
   std::vector<std::string> snapshots_removed;  // (or that would be, with dry_run)
   std::vector<std::string> temps_removed;      // leftovers of interrupted stagings (.tmp-*, .objects/tmp/*)
-  std::vector<KeptSnapshot> kept;              // old enough, but a run may still use them
+  std::vector<KeptSnapshot> kept;              // old enough, but a run may still use them, or a stage pins them
   std::size_t objects_removed = 0;
   std::uint64_t bytes_freed = 0;
   std::vector<std::string> errors;

@@ -258,6 +258,14 @@ StagedRun start_run(const StagePlan& plan, Context& ctx, LinePrinter& printer) {
   spdlog::debug("stage: {} reserved", count_of(plan.target.workers.size(), "worker"));
   StagedRun run;
   run.staged = building.get();  // an interrupt here gives the reservations up
+  // Pinned from here until the stage is done: `tpurun gc` keeps it meanwhile,
+  // however old (a reused snapshot) and whatever its cutoff.
+  run.pin = SnapshotPin(run.staged.dir);
+  if (run.pin.gone()) {
+    throw std::runtime_error(fmt::format("snapshot {} was removed (tpurun gc?) before the launch; nothing was "
+                                         "started: stage again",
+                                         run.staged.name));
+  }
   if (run.staged.reused) {
     printer.note(fmt::format("unchanged since snapshot {}: reusing it ({} files, {}; nothing written) → {}",
                              run.staged.name, run.staged.files, human_size(run.staged.bytes), run.staged.dir));

@@ -4,6 +4,7 @@
 #include "staging/snapshot_name.hpp"
 #include "staging_fixture.hpp"
 #include "tpurun/staging/gc.hpp"
+#include "tpurun/staging/snapshot_pin.hpp"
 
 namespace tpurun::testing_staging {
 namespace {
@@ -147,6 +148,44 @@ TEST_F(GcTest, KeepsASnapshotThatARunMayStillUseAndSaysWhich) {
   EXPECT_EQ(report.kept[0].runs[1].run_id, "R2");
   EXPECT_EQ(report.kept[0].runs[1].state, "restarting");
   EXPECT_EQ(read(used.dir + "/a.py"), "a\n");
+}
+
+TEST_F(GcTest, KeepsASnapshotThatAStagePinsWhateverTheCutoff) {
+  // given: an old snapshot that a stage is sending (it pins it), and gc --older-than 0s
+  write("a.py", "a\n");
+  StagedSnapshot sent = stage_aged(std::chrono::hours(24 * 30));
+  GcRequest request = gc_request();
+  request.older_than = std::chrono::seconds(0);
+  {
+    const SnapshotPin pin(sent.dir);
+    ASSERT_TRUE(pin.held());
+
+    // when
+    GcReport report = collect_garbage(request);
+
+    // then: kept, with no run to name yet
+    EXPECT_THAT(report.snapshots_removed, IsEmpty());
+    ASSERT_EQ(report.kept.size(), 1u);
+    EXPECT_EQ(report.kept[0].name, sent.name);
+    EXPECT_THAT(report.kept[0].runs, IsEmpty());
+    EXPECT_EQ(read(sent.dir + "/a.py"), "a\n");
+  }
+  // and once the stage lets it go, it is old enough to go
+  EXPECT_THAT(collect_garbage(request).snapshots_removed, ElementsAre(sent.name));
+}
+
+TEST_F(GcTest, APinOfASnapshotThatGcRemovedSaysItIsGone) {
+  // given: a snapshot gc removed before the stage could pin it
+  write("a.py", "a\n");
+  StagedSnapshot old = stage_aged(std::chrono::hours(24 * 30));
+  ASSERT_THAT(collect_garbage(gc_request()).snapshots_removed, ElementsAre(old.name));
+
+  // when
+  const SnapshotPin pin(old.dir);
+
+  // then
+  EXPECT_FALSE(pin.held());
+  EXPECT_TRUE(pin.gone());
 }
 
 TEST_F(GcTest, RefusesAUserDirOfAnotherOwnerOrModeAndRemovesNothing) {

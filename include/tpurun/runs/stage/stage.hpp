@@ -14,6 +14,7 @@
 #include "tpurun/runs/launch/launch.hpp"
 #include "tpurun/runs/record/run_record.hpp"
 #include "tpurun/staging/snapshot.hpp"
+#include "tpurun/staging/snapshot_pin.hpp"
 #include "tpurun/transport/context.hpp"
 
 namespace tpurun {
@@ -58,6 +59,7 @@ struct StagedRun {
   int watcher_pid = 0;
   LaunchResult launched;          // one outcome per selected worker
   std::vector<Worker> running;    // where the job started
+  SnapshotPin pin;                // gc keeps the snapshot while this stage holds it
 };
 
 // Refuses a busy TPU (preflight), snapshots, writes the log dir and run.json,
