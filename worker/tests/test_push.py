@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import tempfile
+import time
 import unittest
 
 from worker_build import program, start, tokens
@@ -165,17 +166,51 @@ class VerifiedReuseTest(PushCase):
         os.chmod(f, stat.S_IMODE(st.st_mode))
         os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
 
-    def have_sh(self, snap, tree):
-        """push_have.sh's answer, as the reservation runs it."""
+    def have_sh(self, snap, tree, run=()):
+        """push_have.sh's answer, as the reservation runs it (run: PROJECT RUN)."""
         return subprocess.run(["sh", program("push_have.sh"), os.path.join(self.root, "staging"),
-                               os.path.join(self.root, "logs"), "alice", snap, tree],
+                               os.path.join(self.root, "logs"), "alice", snap, tree, *run],
                               stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+
+    def test_push_have_with_a_run_makes_its_log_dir_0700_and_names_it(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        log_dir = os.path.join(self.root, "logs", "alice", "my proj", "run 2")
+        self.assertEqual(self.have_sh("snap-1", "t1", ("my proj", "run 2")),
+                         T.PUSH_HAVE + " " + self.udir("snap-1") + "\0" + log_dir)
+        for d in (os.path.dirname(log_dir), log_dir):
+            self.assertEqual(stat.S_IMODE(os.stat(d).st_mode), 0o700, d)
+
+    def test_push_have_refuses_a_log_dir_others_may_write_to(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        os.chmod(os.path.join(self.root, "logs", "alice", "proj"), 0o777)
+        self.assertEqual(self.have_sh("snap-1", "t1", ("proj", "run2")), T.PUSH_NEED)
+        os.chmod(os.path.join(self.root, "logs", "alice", "proj"), 0o700)
+        os.makedirs(os.path.join(self.root, "logs", "alice", "proj", "run3"), 0o700)
+        os.chmod(os.path.join(self.root, "logs", "alice", "proj", "run3"), 0o730)
+        self.assertEqual(self.have_sh("snap-1", "t1", ("proj", "run3")), T.PUSH_NEED)
+        self.assertTrue(self.have_sh("snap-1", "t1", ("proj", "run4")).startswith(T.PUSH_HAVE + " "))
+
+    def test_push_have_needs_the_tree_link_to_name_the_snapshot(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        Worker(self.root, "snap-2", "t2").push(self.files)
+        self.assertEqual(self.have_sh("snap-1", "t2"), T.PUSH_NEED)
+        self.assertEqual(self.have_sh("snap-1", "t9"), T.PUSH_NEED)
+
+    def test_push_have_renews_the_marker_for_gc(self):
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        marked = os.stat(self.udir(".stat-snap-1")).st_mtime_ns
+        while time.time_ns() < marked + 50_000_000:  # the clock, past the file system's timestamp grain
+            time.sleep(0.01)
+        self.assertTrue(self.have_sh("snap-1", "t1").startswith(T.PUSH_HAVE + " "))
+        self.assertGreater(os.stat(self.udir(".stat-snap-1")).st_mtime_ns, marked)
+        self.assertEqual(os.stat(self.udir(".stat-snap-1")).st_size, 0)
 
     def test_push_have_answers_have_for_a_snapshot_as_built_and_need_once_a_file_changed(self):
         Worker(self.root, "snap-1", "t1").push(self.files)
         self.assertTrue(self.have_sh("snap-1", "t1").startswith(T.PUSH_HAVE + " "))
         self.rewrite_in_place("snap-1", "main.py", b"print('HELLO')\n")
         self.assertEqual(self.have_sh("snap-1", "t1"), T.PUSH_NEED)
+        self.assertEqual(self.have_sh("snap-1", "t1", ("proj", "run2")), T.PUSH_NEED)  # the log dirs' find, too
 
     def test_a_snapshot_rewritten_in_place_at_the_same_size_is_built_again(self):
         Worker(self.root, "snap-1", "t1").push(self.files)
