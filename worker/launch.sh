@@ -75,23 +75,36 @@ if [ "$max_attempts" -gt 1 ]; then
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$log"
 fi
 # The wrapper's temp files go into a dir of their own (the log mirror leaves
-# out that name only, never a job's file for its spelling).
+# out that name only, never a job's file for its spelling), and in it tpurun
+# stacks' bootstrap (sitecustomize.py; docs/stacks.md): first on the job's
+# PYTHONPATH, its dumps beside it, this worker's own dir (a shared log dir is
+# every worker's). Where it cannot be written, the job runs without it.
+# Every worker runs this on the way to the launch, and a process start is
+# most of its cost: one mkdir makes both dirs, and the quoting is the shell's.
 tmpd=$logdir/$LOG_TMP_DIR
-mkdir -p "$tmpd" 2>/dev/null || tmpd=$logdir
-# The exit record's reserved bytes wait there too: renamed into place at the
-# end (the same filesystem), and never mirrored, so a pod with no shared
+stacksd=$tmpd/stacks/w$worker
+if ! mkdir -p "$stacksd/py" 2>/dev/null; then
+  mkdir -p "$tmpd" 2>/dev/null || tmpd=$logdir
+  stacksd=$tmpd/stacks/w$worker
+  mkdir -p "$stacksd/py" 2>/dev/null || stacksd=
+fi
+# The exit record's reserved bytes wait in tmpd too: renamed into place at
+# the end (the same filesystem), and never mirrored, so a pod with no shared
 # mount leaves no stale workerN.exit.pending on the dev VM.
 [ "$tmpd" = "$logdir" ] || pendingf=$tmpd/${pendingf##*/}
-# tpurun stacks' bootstrap (sitecustomize.py; docs/stacks.md): first on the
-# job's PYTHONPATH, its dumps beside it, this worker's own dir (a shared log
-# dir is every worker's). Where it cannot be written, the job runs without it.
-stacksd=$tmpd/stacks/w$worker
-if mkdir -p "$stacksd/py" 2>/dev/null && cat >"$stacksd/py/sitecustomize.py.$$" <<'TPURUN_SITECUSTOMIZE' &&
+if [ -n "$stacksd" ] && cat >"$stacksd/py/sitecustomize.py.$$" <<'TPURUN_SITECUSTOMIZE' &&
 # tpurun-embed: include sitecustomize.py
 TPURUN_SITECUSTOMIZE
   mv -f "$stacksd/py/sitecustomize.py.$$" "$stacksd/py/sitecustomize.py"; then
-  # The dir, single-quoted for the job's shell (the wrappers do not pass tmpd on).
-  quoted=$(printf '%s\n' "$stacksd" | sed "s/'/'\\\\''/g")
+  # The dir, single-quoted for the job's shell (the wrappers do not pass tmpd
+  # on): each ' becomes '\''.
+  quoted='' _rest=$stacksd
+  while :; do
+    case $_rest in
+      *\'*) quoted=$quoted${_rest%%\'*}"'\\''"; _rest=${_rest#*\'} ;;
+      *) quoted=$quoted$_rest; break ;;
+    esac
+  done
   # shellcheck disable=SC2089 # its quotes are for the job's shell, which evals job_env
   job_env="$job_env
 $STACKS_DIR_VARIABLE='$quoted'; export $STACKS_DIR_VARIABLE
