@@ -162,6 +162,7 @@ std::unique_ptr<Reservations> reserve_workers(const StagePlan& plan, const std::
       return reservations;
     } catch (const PreflightRefusal& e) {
       if (!r.wait_pod && e.own_runs_only() && settle-- > 0) {
+        spdlog::debug("stage: a run of yours still holds a worker's reservation; reserving again in 0.5 s");
         reservations.reset();
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         if (cancel.cancelled()) throw Interrupted(interrupted_by() + " while reserving the workers; nothing was started");
