@@ -18,6 +18,7 @@
 #   bench/noshare.sh                         # 2,000 files / 40 MB, 16 workers, 3 reps
 #   WORKERS=32 FILES=10000 BYTES=200000000 REPS=1 bench/noshare.sh
 #   GCLOUD=0 bench/noshare.sh                # without the gcloud scp anchor (slow)
+#   ALICE_HOME=/var/tmp/h bench/noshare.sh   # alice's home here: a copy of hers with her ~/.ssh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 WORKERS=${WORKERS:-16}
@@ -36,7 +37,10 @@ for tool in rsync ssh setpriv; do command -v "$tool" >/dev/null || { echo "missi
 if [[ $GCLOUD == 1 ]] && ! command -v gcloud >/dev/null; then GCLOUD=0; fi
 
 bench_pod_up noshare
-home=$(getent passwd alice | cut -d: -f6)
+# ALICE_HOME: alice's home on this host for the bench (default: her own). A
+# copy with her ~/.ssh lets the bench run beside the no-shared-mount e2e
+# tests, which use her real ~/.tpurun (the bench moves it aside).
+home=${ALICE_HOME:-$(getent passwd alice | cut -d: -f6)}
 trap 'remove_aside; chmod -R u+w "$home/.tpurun" "$work" 2>/dev/null; rm -rf "$home/.tpurun"; bench_pod_restore' EXIT
 results=$work/results
 : >"$results"
