@@ -9,6 +9,8 @@
 // age, as before).
 #include <string>
 
+#include "tpurun/util/unique_fd.hpp"
+
 namespace tpurun {
 
 class SnapshotPin {
@@ -17,17 +19,12 @@ class SnapshotPin {
   // Pins the snapshot at `dir`. Not held when the dir cannot be opened or
   // locked; gone() when it was removed before the pin took.
   explicit SnapshotPin(const std::string& dir);
-  SnapshotPin(SnapshotPin&& other) noexcept;
-  SnapshotPin& operator=(SnapshotPin&& other) noexcept;
-  SnapshotPin(const SnapshotPin&) = delete;
-  SnapshotPin& operator=(const SnapshotPin&) = delete;
-  ~SnapshotPin();
 
-  bool held() const { return fd_ >= 0; }
+  bool held() const { return static_cast<bool>(fd_); }
   bool gone() const { return gone_; }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;  // closing it lets the lock go
   bool gone_ = false;
 };
 
@@ -36,14 +33,11 @@ class SnapshotPin {
 class SnapshotRemovalLock {
  public:
   SnapshotRemovalLock(int dir_fd, const std::string& name);
-  SnapshotRemovalLock(const SnapshotRemovalLock&) = delete;
-  SnapshotRemovalLock& operator=(const SnapshotRemovalLock&) = delete;
-  ~SnapshotRemovalLock();
 
   bool pinned() const { return pinned_; }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   bool pinned_ = false;
 };
 
