@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "cli/adopt.hpp"
+#include "cli/agent.hpp"
 #include "cli/claim.hpp"
 #include "cli/doctor.hpp"
 #include "cli/down.hpp"
@@ -176,6 +177,8 @@ int main(int argc, char** argv) {
   InitOptions init;
   UpOptions up;
   DownOptions down;
+  AgentOptions agent;
+  KeeperOptions keeper;
   const std::vector<std::pair<CLI::App*, std::function<int(Context&)>>> commands = {
       {register_exec(app, exec), [&](Context& c) { return run_exec(exec, c); }},
       {register_stage(app, stage), [&](Context& c) { return run_stage(stage, c); }},
@@ -198,6 +201,8 @@ int main(int argc, char** argv) {
       {register_init(app, init), [&](Context& c) { return run_init(init, c); }},
       {register_up(app, up), [&](Context& c) { return run_up(up, c); }},
       {register_down(app, down), [&](Context& c) { return run_down(down, c); }},
+      {register_agent(app, agent), [&](Context& c) { return run_agent(agent, c); }},
+      {register_keeper(app, keeper), [&](Context& c) { return run_keeper_command(keeper, c); }},
   };
 
   SystemEnvironment env;
@@ -211,8 +216,10 @@ int main(int argc, char** argv) {
     ctx.verbosity = verbosity;
     init_diagnostics(verbosity);
     spdlog::debug("{}", version_line());
-    ctx.make_transport = [&ctx](const PodConfig& pod) {
-      return with_first_use_offer(make_real_transport(pod, ctx.verbosity, ctx.env, ctx.processes), pod, ctx);
+    // A run's watcher (and _adopt) keep their own sessions, never the keeper's.
+    const bool keep = !app.got_subcommand("_watcher") && !app.got_subcommand("_adopt");
+    ctx.make_transport = [&ctx, keep](const PodConfig& pod) {
+      return with_first_use_offer(make_real_transport(pod, ctx.verbosity, ctx.env, ctx.processes, keep), pod, ctx);
     };
     if (!config_path.empty()) ctx.pod_request.config_path = config_path;
     if (!pod_name.empty()) ctx.pod_request.pod = pod_name;

@@ -110,6 +110,16 @@ class KeepaliveProbe {
 
 }  // namespace
 
+bool SshConnection::answers_within(long wait_s, long restore_s) {
+  if (!ssh_is_connected(session_)) return false;
+  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT, &wait_s);
+  const auto start = Clock::now();
+  const int rc = ssh_send_keepalive(session_);
+  const auto took = Clock::now() - start;
+  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT, &restore_s);
+  return rc == SSH_OK && ssh_is_connected(session_) && took < std::chrono::milliseconds(wait_s * 1000 - 200);
+}
+
 SshConnection::~SshConnection() {
   ssh_disconnect(session_);
   ssh_free(session_);

@@ -22,6 +22,14 @@ class SshConnection : public Connection {
   Result<std::unique_ptr<ExecStream>, TransportError> open_exec(const std::string& command_line,
                                                                 const CancelToken& cancel) override;
 
+  // For the keeper (transport/keeper): the session, to check its host key
+  // again; and whether sshd answers a keepalive within `wait_s` seconds (a
+  // kept session may have gone quiet: the worker frozen, cut off or gone).
+  // The session's timeout is `restore_s` again afterwards.
+  ssh_session session() const { return session_; }
+  bool answers_within(long wait_s, long restore_s);
+  const Worker& worker() const { return worker_; }
+
  private:
   ssh_session session_;
   Worker worker_;

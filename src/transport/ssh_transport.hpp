@@ -27,6 +27,12 @@ class SshTransport : public Transport {
   SshTransport& operator=(const SshTransport&) = delete;
   Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
                                                               const CancelToken& cancel) override;
+  // The host key check of connect(), again on a session made earlier (the
+  // keeper's, before it hands a kept session out): a known_hosts line that
+  // changed since then counts as it would for a new connection.
+  std::optional<TransportError> recheck_host_key(::ssh_session_struct* session, const Worker& worker) {
+    return verify_host_key(session, worker);
+  }
 
  private:
   std::optional<TransportError> authenticate(::ssh_session_struct* session);

@@ -589,7 +589,7 @@ as_user() {
     exec "$E2E_DIR/bound" "${E2E_TIMEOUT:-300}" setpriv --reuid="$u" --regid="${_E2E_GID[$u]}" --init-groups -- \
       env -i HOME="$home" USER="$u" LOGNAME="$u" SHELL=/bin/bash LANG=C.UTF-8 \
       PATH="$E2E_GCLOUD_PATH" CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/$u" XDG_CACHE_HOME="$cache" \
-      FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" <"${AS_USER_STDIN:-/dev/null}"
+      TPURUN_KEEP="${E2E_KEEP:-0}" FAKEPOD_STATE="$FAKEPOD_STATE" "${extra[@]+"${extra[@]}"}" "$@" <"${AS_USER_STDIN:-/dev/null}"
   )
 }
 
