@@ -15,7 +15,8 @@ nlohmann::json sessions_json(const KeeperInfo& info) {
   nlohmann::json rows = nlohmann::json::array();
   for (const KeptSessionInfo& s : info.sessions) {
     rows.push_back({{"host", s.host}, {"port", s.port}, {"user", s.user}, {"alias", s.alias},
-                    {"age_s", s.age_s}, {"idle_s", s.idle_s}, {"in_use", s.in_use}});
+                    {"age_s", s.age_s}, {"idle_s", s.idle_s}, {"in_use", s.in_use},
+                    {"peak_channels", s.peak_channels}});
   }
   return rows;
 }
@@ -23,8 +24,9 @@ nlohmann::json sessions_json(const KeeperInfo& info) {
 void print_sessions(std::FILE* out, const KeeperInfo& info) {
   for (const KeptSessionInfo& s : info.sessions) {
     const std::string where = fmt::format("{}@{}:{}", s.user, s.host, s.port);
-    fmt::print(out, "  {:<32} age {:>6}  {}\n", where, format_age(static_cast<long long>(s.age_s)),
-               s.in_use ? "in use" : "unused " + format_age(static_cast<long long>(s.idle_s)));
+    fmt::print(out, "  {:<32} age {:>6}  {:<14} channels at once: {}\n", where,
+               format_age(static_cast<long long>(s.age_s)),
+               s.in_use ? "in use" : "unused " + format_age(static_cast<long long>(s.idle_s)), s.peak_channels);
   }
 }
 

@@ -110,14 +110,20 @@ class KeepaliveProbe {
 
 }  // namespace
 
-bool SshConnection::answers_within(long wait_s, long restore_s) {
+bool SshConnection::answers_within(long wait_ms, long restore_s) {
   if (!ssh_is_connected(session_)) return false;
-  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT, &wait_s);
+  // libssh's wait is TIMEOUT seconds plus TIMEOUT_USEC microseconds.
+  long seconds = 0;
+  long usec = wait_ms * 1000;
+  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT, &seconds);
+  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT_USEC, &usec);
   const auto start = Clock::now();
   const int rc = ssh_send_keepalive(session_);
   const auto took = Clock::now() - start;
+  usec = 0;
+  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT_USEC, &usec);
   ssh_options_set(session_, SSH_OPTIONS_TIMEOUT, &restore_s);
-  return rc == SSH_OK && ssh_is_connected(session_) && took < std::chrono::milliseconds(wait_s * 1000 - 200);
+  return rc == SSH_OK && ssh_is_connected(session_) && took < std::chrono::milliseconds(wait_ms * 9 / 10);
 }
 
 SshConnection::~SshConnection() {

@@ -23,11 +23,11 @@ class SshConnection : public Connection {
                                                                 const CancelToken& cancel) override;
 
   // For the keeper (transport/keeper): the session, to check its host key
-  // again; and whether sshd answers a keepalive within `wait_s` seconds (a
-  // kept session may have gone quiet: the worker frozen, cut off or gone).
-  // The session's timeout is `restore_s` again afterwards.
+  // again; and whether sshd answers a keepalive within `wait_ms` (a kept
+  // session may have gone quiet: the worker frozen, cut off or gone). The
+  // session's timeout is `restore_s` seconds again afterwards.
   ssh_session session() const { return session_; }
-  bool answers_within(long wait_s, long restore_s);
+  bool answers_within(long wait_ms, long restore_s);
   const Worker& worker() const { return worker_; }
 
  private:

@@ -99,6 +99,12 @@ commands_use_it() {
   # trainer: nothing listens, which top reports as idle chips).
   expect_exit 0 kt alice -v top
   [[ $(kept_count "$ERR") -ge $N ]] || fail "top did not use kept sessions: $ERR"
+  # No kept session ever carried more channels at once than sshd allows (10).
+  expect_exit 0 kt alice agent status --json
+  local peak
+  peak=$(json_get "$OUT" 'max(s["peak_channels"] for s in d["sessions"])')
+  ((peak >= 1 && peak <= 10)) || fail "a session carried $peak channels at once"
+  note "the most channels open at once on one kept session (stage, top, ...): $peak"
 }
 e2e_case commands_use_it "status, runs, stage (reservation and launch), logs, kill and top run on kept sessions"
 

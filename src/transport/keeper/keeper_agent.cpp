@@ -39,6 +39,7 @@ std::optional<KeeperInfo> keeper_status(const KeeperPlace& place) {
     k.age_s = s.value("age_s", 0.0);
     k.idle_s = s.value("idle_s", 0.0);
     k.in_use = s.value("in_use", false);
+    k.peak_channels = s.value("peak_channels", 0);
     info.sessions.push_back(k);
   }
   return info;

@@ -96,7 +96,7 @@ class KeeperTransport : public Transport {
     nlohmann::json open = {{"settings", options_.settings}, {"worker", worker_json(worker)},
                            {"idle_ms", options_.idle.count()}};
     if (!d->writer->send(FrameType::open, open)) return std::nullopt;
-    // The keeper probes a kept session (1 s at most) or connects anew
+    // The keeper probes a kept session (half a second at most) or connects anew
     // (connect_timeout): that, and a margin, is the whole wait.
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::seconds(options_.connect_timeout_s + kReuseWaitS + 1);

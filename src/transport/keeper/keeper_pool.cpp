@@ -36,7 +36,7 @@ std::optional<Lease> SessionPool::reuse(const std::string& key, SshTransport& tr
     // A kept session never hides a changed key: known_hosts is read again,
     // as a new connection would read it; and it must still answer.
     if (transport.recheck_host_key(kept.connection->session(), worker)) continue;
-    if (!kept.connection->answers_within(kReuseProbeS, timeout_s)) continue;
+    if (!kept.connection->answers_within(kReuseProbeMs, timeout_s)) continue;
     Lease lease;
     lease.connection = std::move(kept.connection);
     lease.info = kept.info;

@@ -23,8 +23,9 @@ namespace tpurun::keeper {
 using Clock = std::chrono::steady_clock;
 
 // A kept session waits this long for sshd's answer to a keepalive before it
-// is lent again; one that does not answer is dropped for a new connection.
-constexpr long kReuseProbeS = 1;
+// is lent again; one that does not answer is dropped for a new connection
+// (so a frozen worker costs this plus connect_timeout).
+constexpr long kReuseProbeMs = 500;
 // Sessions kept unused per key: two terminals' commands at once, and a bit.
 constexpr size_t kMaxIdlePerKey = 4;
 

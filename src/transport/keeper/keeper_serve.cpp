@@ -99,6 +99,12 @@ class LeaseServer {
   }
 
  private:
+  // What `agent status` reports as a session's peak: the channels one
+  // command keeps open on it at once (sshd refuses more than MaxSessions).
+  void count_channel(size_t open) {
+    lease_.info.peak_channels = std::max(lease_.info.peak_channels, static_cast<int>(open));
+  }
+
   bool handle(const Frame& f) {
     switch (f.type) {
       case FrameType::run:
@@ -126,6 +132,7 @@ class LeaseServer {
     command.stdin_data = f.data;
     std::atomic<bool> cancelled{false};
     FrameSink sink(writer_, cancelled);
+    count_channel(streams_.size() + 1);
     Result<CommandExit, TransportError> result = [&] {
       RunWatch watch(fd_, reader_, writer_, cancelled);
       return lease_.connection->run(command, sink, CancelToken(&cancelled));
@@ -156,6 +163,7 @@ class LeaseServer {
     if (!opened) return answer_error(opened.error());
     const int id = next_id_++;
     streams_[id] = {std::move(*opened), exec};
+    count_channel(streams_.size());
     return writer_.send(FrameType::opened, {{"id", id}});
   }
 
@@ -219,7 +227,8 @@ nlohmann::json status_json(const Server& server) {
   nlohmann::json sessions = nlohmann::json::array();
   for (const KeptSessionInfo& s : server.pool.list()) {
     sessions.push_back({{"host", s.host}, {"port", s.port}, {"user", s.user}, {"alias", s.alias},
-                        {"age_s", s.age_s}, {"idle_s", s.idle_s}, {"in_use", s.in_use}});
+                        {"age_s", s.age_s}, {"idle_s", s.idle_s}, {"in_use", s.in_use},
+                        {"peak_channels", s.peak_channels}});
   }
   return {{"pid", ::getpid()}, {"version", version_line()},
           {"idle_limit_s", std::chrono::duration<double>(server.idle).count()}, {"sessions", sessions}};

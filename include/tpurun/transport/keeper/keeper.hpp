@@ -40,6 +40,7 @@ struct KeptSessionInfo {
   double age_s = 0;    // since the session was made
   double idle_s = 0;   // since it was last used (0 while in use)
   bool in_use = false;
+  int peak_channels = 0;  // the most channels open on it at once, ever
 };
 
 struct KeeperInfo {
