@@ -4,6 +4,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+// Inlined, as in fanout/collapse.cpp: one short text, and the portable build
+// (scripts/package) links no libxxhash.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <cerrno>
