@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string.h>  // explicit_bzero
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <mutex>
+#include <vector>
 
 #include "tpurun/transport/known_hosts.hpp"
 #include "transport/rsa_crt_key.hpp"
@@ -104,6 +106,30 @@ std::string primary_known_hosts(const SshSettings& ssh) {
 }
 
 }  // namespace
+
+std::string SshTransport::host_key_inputs(ssh_session session) const {
+  std::vector<std::string> files = {tilde("~/.ssh/known_hosts"), "/etc/ssh/ssh_known_hosts", tilde("~/.ssh/config")};
+  for (const std::string& file : options_.ssh.known_hosts) files.push_back(tilde(file));
+  if (!options_.ssh.alias_known_hosts.empty()) files.push_back(tilde(options_.ssh.alias_known_hosts));
+  if (session != nullptr) {
+    for (const ssh_options_e which : {SSH_OPTIONS_KNOWNHOSTS, SSH_OPTIONS_GLOBAL_KNOWNHOSTS}) {
+      char* path = nullptr;
+      if (ssh_options_get(session, which, &path) == SSH_OK && path != nullptr) files.emplace_back(path);
+      ssh_string_free_char(path);
+    }
+  }
+  std::string inputs;
+  for (const std::string& file : files) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) {
+      inputs += fmt::format("{}:-{};", file, errno);
+      continue;
+    }
+    inputs += fmt::format("{}:{}:{}:{}:{}.{}:{}.{};", file, st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                          st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+  }
+  return inputs;
+}
 
 SshTransport::SshTransport(SshTransportOptions options) : options_(std::move(options)) {
   ssh_init();

@@ -160,6 +160,30 @@ new_host_key() {
 }
 e2e_case new_host_key "a recreated VM with new host keys: refused exactly as without the keeper"
 
+# The keeper checks a kept session's host key again only when known_hosts (or
+# ~/.ssh/config) changed since its last check; here it changes under open
+# sessions, and the next command must see it.
+known_hosts_edited() {
+  local kh ip key
+  expect_exit 0 kt alice agent start
+  warm alice
+  kh=$(user_home alice)/.ssh/known_hosts
+  ip=$(worker_ip 2)
+  cp -p "$kh" "$SCRATCH/known_hosts.kept"
+  on_exit "cp -p '$SCRATCH/known_hosts.kept' '$kh'"
+  key=$(awk -v ip="$(worker_ip 3)" '$1 == ip && $2 == "ssh-ed25519" { print $2, $3; exit }' "$kh")
+  [[ -n $key ]] || fail "no ssh-ed25519 line of w3 in $kh"
+  # w2's line now holds w3's key (written in place: same owner, same size).
+  awk -v ip="$ip" -v key="$key" '$1 == ip { $0 = ip " " key } { print }' "$SCRATCH/known_hosts.kept" >"$kh"
+  hostkey_refused() { /usr/bin/python3 -c 'import json,sys; print(" ".join(str(w["worker"]) for w in json.loads(sys.argv[1])["workers"] if (w.get("error") or {}).get("kind") == "hostkey"))' "$1"; }
+  expect_exit 255 kt alice exec --json -- true
+  assert_eq "$(hostkey_refused "$OUT")" "2" "workers refused once w2's known_hosts line changed under its kept session"
+  # The line put back: every worker is accepted again.
+  cp -p "$SCRATCH/known_hosts.kept" "$kh"
+  expect_exit 0 kt alice exec -- true
+}
+e2e_case known_hosts_edited "known_hosts edited under kept sessions: the next exec checks them again and refuses the changed key"
+
 other_user_refused() {
   local dir sock
   expect_exit 0 kt alice agent start

@@ -33,15 +33,18 @@ std::optional<Lease> SessionPool::reuse(const std::string& key, SshTransport& tr
       it->second.pop_back();
       if (it->second.empty()) kept_.erase(it);
     }
-    // A kept session never hides a changed key: known_hosts is read again,
-    // as a new connection would read it; and it must still answer.
-    if (transport.recheck_host_key(kept.connection->session(), worker)) continue;
+    // A kept session never hides a changed key: once known_hosts (or what
+    // points to it) changed since its last check, it is read again, as a new
+    // connection would read it; and the session must still answer.
+    const std::string inputs = transport.host_key_inputs(kept.connection->session());
+    if (inputs != kept.host_key_inputs && transport.recheck_host_key(kept.connection->session(), worker)) continue;
     if (!kept.connection->answers_within(kReuseProbeMs, timeout_s)) continue;
     Lease lease;
     lease.connection = std::move(kept.connection);
     lease.info = kept.info;
     lease.made = kept.made;
     lease.reused = true;
+    lease.host_key_inputs = inputs;
     return lease;
   }
 }
@@ -53,11 +56,15 @@ Result<Lease, TransportError> SessionPool::lease(const nlohmann::json& settings,
   const SshTransportOptions options = settings_from_json(settings);
   std::optional<Lease> lease = reuse(key, transport, worker, options.ssh.connect_timeout_s);
   if (!lease) {
+    // Taken before the connection checks the key: a line that accept-new
+    // adds, or anyone's change meanwhile, makes the first reuse check again.
+    const std::string inputs = transport.host_key_inputs(nullptr);
     auto fresh = transport.connect(worker, cancel);
     if (!fresh) return unexpected(fresh.error());
     lease.emplace();
     lease->connection.reset(static_cast<SshConnection*>(fresh->release()));
     lease->made = Clock::now();
+    lease->host_key_inputs = inputs;
     lease->info.host = worker.host;
     lease->info.port = worker.port;
     lease->info.alias = worker.host_key_alias;
@@ -87,7 +94,8 @@ void SessionPool::give_back(Lease lease, bool healthy) {
       closing = std::move(lease.connection);
     } else {
       auto& list = kept_[lease.key];
-      list.push_back(Kept{std::move(lease.connection), lease.info, lease.made, Clock::now(), lease.idle});
+      list.push_back(Kept{std::move(lease.connection), lease.info, lease.made, Clock::now(), lease.idle,
+                          std::move(lease.host_key_inputs)});
       if (list.size() > kMaxIdlePerKey) {
         closing = std::move(list.front().connection);
         list.pop_front();

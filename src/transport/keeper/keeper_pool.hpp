@@ -37,6 +37,7 @@ struct Lease {
   std::chrono::milliseconds idle{0};
   std::uint64_t id = 0;
   bool reused = false;
+  std::string host_key_inputs;  // SshTransport::host_key_inputs at its last host key check
 };
 
 class SessionPool {
@@ -62,6 +63,7 @@ class SessionPool {
     Clock::time_point made{};
     Clock::time_point used{};
     std::chrono::milliseconds idle{0};
+    std::string host_key_inputs;
   };
   SshTransport& transport_for(const nlohmann::json& settings);
   std::optional<Lease> reuse(const std::string& key, SshTransport& transport, const Worker& worker, long timeout_s);
