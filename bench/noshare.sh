@@ -51,7 +51,7 @@ bench_tree "$src" git alice
 as_alice() {
   setpriv --reuid=alice --regid="$(id -g alice)" --init-groups -- env -i HOME="$home" USER=alice LOGNAME=alice \
     PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 CLOUDSDK_CONFIG="$FAKEPOD_GCLOUD_CONFIGS/alice" \
-    XDG_CACHE_HOME="$work/cache" "$@" </dev/null
+    XDG_CACHE_HOME="$work/cache" TPURUN_KEEP="${TPURUN_KEEP:-10m}" "$@" </dev/null
 }
 ips=()
 for i in $(seq 0 $((WORKERS - 1))); do ips+=("$(sed -n "$((i + 1))p" <(tr ',' '\n' <"$FAKEPOD_STATE/hostnames"))"); done

@@ -13,21 +13,31 @@ using SteadyClock = std::chrono::steady_clock;
 class KeptStream : public ExecStream {
  public:
   KeptStream(KeeperConnection& connection, int id) : connection_(connection), id_(id) {}
-  ~KeptStream() override { connection_.tell(FrameType::s_free, {{"id", id_}}); }
+  ~KeptStream() override {
+    connection_.settle();
+    (void)connection_.write_error(id_);
+    connection_.tell(FrameType::s_free, {{"id", id_}});
+  }
 
+  // Writes are pipelined (KeeperConnection::send_write): at most kWindow
+  // unanswered, so the keeper holds little; an error comes back from a later
+  // write or read of this stream, as a broken pipe would.
   std::optional<TransportError> write(std::string_view data) override {
     constexpr size_t kPiece = size_t{4} << 20;
+    constexpr size_t kWindow = 8;
     do {
+      while (connection_.unsettled() >= kWindow) connection_.settle(true);
+      if (auto error = connection_.write_error(id_)) return error;
       const std::string_view piece = data.substr(0, kPiece);
-      auto r = connection_.call(FrameType::s_write, {{"id", id_}}, piece, 0, hook_ ? hook_ : std::function<bool()>());
-      if (!r) return r.error();
-      if (r->type == FrameType::error) return error_from_json(r->head);
+      if (auto error = connection_.send_write(id_, piece, hook_)) return error;
       data.remove_prefix(piece.size());
     } while (!data.empty());
-    return std::nullopt;
+    return connection_.write_error(id_);
   }
 
   Result<StreamRead, TransportError> read(int wait_ms) override {
+    connection_.settle();
+    if (auto error = connection_.write_error(id_)) return unexpected(*error);
     auto r = connection_.call(FrameType::s_read, {{"id", id_}, {"wait_ms", wait_ms}}, {}, wait_ms, {});
     if (!r) return unexpected(r.error());
     if (r->type == FrameType::error) return unexpected(error_from_json(r->head));
@@ -77,11 +87,49 @@ void KeeperConnection::tell(FrameType type, const nlohmann::json& head) {
   if (!dead_ && !d_.writer->send(type, head)) dead_ = true;
 }
 
+std::optional<TransportError> KeeperConnection::send_write(int id, std::string_view data,
+                                                          std::function<bool()> waiting) {
+  if (dead_) return gone("earlier");
+  if (!d_.writer->send(FrameType::s_write, {{"id", id}}, data)) return gone("before the call");
+  unsettled_.push_back({id, std::move(waiting)});
+  return std::nullopt;
+}
+
+void KeeperConnection::settle(bool one) {
+  while (!unsettled_.empty()) {
+    const Unsettled u = std::move(unsettled_.front());
+    unsettled_.pop_front();
+    auto r = answer(0, u.waiting);
+    std::optional<TransportError> error;
+    if (!r) {
+      error = r.error();
+    } else if (r->type == FrameType::error) {
+      error = error_from_json(r->head);
+    }
+    if (error) write_errors_.emplace(u.id, *error);  // the first one stays
+    if (one) return;
+  }
+}
+
+std::optional<TransportError> KeeperConnection::write_error(int id) {
+  auto it = write_errors_.find(id);
+  if (it == write_errors_.end()) return std::nullopt;
+  TransportError error = it->second;
+  write_errors_.erase(it);
+  return error;
+}
+
 Result<Frame, TransportError> KeeperConnection::call(FrameType type, const nlohmann::json& head,
                                                      std::string_view data, int extra_wait_ms,
                                                      const std::function<bool()>& waiting) {
+  settle();  // the answers of earlier writes come first
   if (dead_) return unexpected(gone("earlier"));
   if (!d_.writer->send(type, head, data)) return unexpected(gone("before the call"));
+  return answer(extra_wait_ms, waiting);
+}
+
+Result<Frame, TransportError> KeeperConnection::answer(int extra_wait_ms, const std::function<bool()>& waiting) {
+  if (dead_) return unexpected(gone("earlier"));
   auto heard = SteadyClock::now();
   auto asked = heard;
   bool cancelled = false;
@@ -113,6 +161,7 @@ Result<Frame, TransportError> KeeperConnection::call(FrameType type, const nlohm
 
 Result<CommandExit, TransportError> KeeperConnection::run(const RemoteCommand& command, OutputSink& sink,
                                                           const CancelToken& cancel) {
+  settle();
   if (dead_) return unexpected(gone("earlier"));
   nlohmann::json head = {{"command_line", command.command_line}, {"timeout_ms", command.timeout_ms}};
   if (!d_.writer->send(FrameType::run, head, command.stdin_data)) return unexpected(gone("before the command"));

@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <deque>
 #include <map>
 #include <thread>
 
@@ -91,7 +92,7 @@ class LeaseServer {
   // Serves calls until the client closes; whether the session is still good.
   bool serve() {
     Frame frame;
-    while (reader_.next(frame, -1) == ReadStatus::ok) {
+    while (next(frame)) {
       if (!handle(frame)) return false;
     }
     streams_.clear();
@@ -167,14 +168,30 @@ class LeaseServer {
     return writer_.send(FrameType::opened, {{"id", id}});
   }
 
+  // The next call: one that came while a write waited, else from the socket.
+  bool next(Frame& frame) {
+    if (!queued_.empty()) {
+      frame = std::move(queued_.front());
+      queued_.pop_front();
+      return true;
+    }
+    return reader_.next(frame, -1) == ReadStatus::ok;
+  }
+
   // The hook a write calls while the worker takes no more: the client hears
-  // that the keeper still works, and its cancel ends the write.
+  // that the keeper still works, and its cancel ends the write. The client
+  // does not wait for a write's answer before it sends the next call (its
+  // writes are pipelined): those are kept, in order, for after this one.
   bool still_wanted() {
     if (!writer_.send(FrameType::ping)) return false;
-    Frame frame;
-    const ReadStatus status = reader_.next(frame, 0);
-    if (status == ReadStatus::eof || status == ReadStatus::error) return false;
-    return !(status == ReadStatus::ok && frame.type == FrameType::cancel);
+    while (true) {
+      Frame frame;
+      const ReadStatus status = reader_.next(frame, 0);
+      if (status == ReadStatus::eof || status == ReadStatus::error) return false;
+      if (status != ReadStatus::ok) return true;
+      if (frame.type == FrameType::cancel) return false;
+      queued_.push_back(std::move(frame));
+    }
   }
 
   bool stream_call(const Frame& f) {
@@ -219,6 +236,7 @@ class LeaseServer {
   Lease& lease_;
   std::chrono::seconds open_timeout_;
   std::map<int, Open> streams_;
+  std::deque<Frame> queued_;
   int next_id_ = 1;
   bool healthy_ = true;
 };
