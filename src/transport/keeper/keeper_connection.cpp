@@ -19,14 +19,15 @@ class KeptStream : public ExecStream {
     connection_.tell(FrameType::s_free, {{"id", id_}});
   }
 
-  // Writes are pipelined (KeeperConnection::send_write): at most kWindow
-  // unanswered, so the keeper holds little; an error comes back from a later
-  // write or read of this stream, as a broken pipe would.
+  // Writes are pipelined (KeeperConnection::send_write): a new piece goes
+  // out only while less than kWindow bytes are unanswered, so the keeper
+  // holds little; an error comes back from a later write or read of this
+  // stream, as a broken pipe would.
   std::optional<TransportError> write(std::string_view data) override {
     constexpr size_t kPiece = size_t{4} << 20;
-    constexpr size_t kWindow = 8;
+    constexpr size_t kWindow = size_t{512} << 10;  // eight of the push's 64 KiB writes
     do {
-      while (connection_.unsettled() >= kWindow) connection_.settle(true);
+      while (connection_.unsettled_bytes() >= kWindow) connection_.settle(true);
       if (auto error = connection_.write_error(id_)) return error;
       const std::string_view piece = data.substr(0, kPiece);
       if (auto error = connection_.send_write(id_, piece, hook_)) return error;
@@ -91,7 +92,8 @@ std::optional<TransportError> KeeperConnection::send_write(int id, std::string_v
                                                           std::function<bool()> waiting) {
   if (dead_) return gone("earlier");
   if (!d_.writer->send(FrameType::s_write, {{"id", id}}, data)) return gone("before the call");
-  unsettled_.push_back({id, std::move(waiting)});
+  unsettled_.push_back({id, data.size(), std::move(waiting)});
+  unsettled_bytes_ += data.size();
   return std::nullopt;
 }
 
@@ -99,6 +101,7 @@ void KeeperConnection::settle(bool one) {
   while (!unsettled_.empty()) {
     const Unsettled u = std::move(unsettled_.front());
     unsettled_.pop_front();
+    unsettled_bytes_ -= u.bytes;
     auto r = answer(0, u.waiting);
     std::optional<TransportError> error;
     if (!r) {

@@ -41,7 +41,7 @@ class KeeperConnection : public Connection {
   // no-shared-mount stage 40% slower through the keeper). `waiting` is the
   // stream's hook, called while its answer is awaited.
   std::optional<TransportError> send_write(int id, std::string_view data, std::function<bool()> waiting);
-  size_t unsettled() const { return unsettled_.size(); }
+  size_t unsettled_bytes() const { return unsettled_bytes_; }
   // Takes the answers of the writes sent so far, the oldest first (all of
   // them, or one); a write that failed leaves its error for its stream.
   void settle(bool one = false);
@@ -53,6 +53,7 @@ class KeeperConnection : public Connection {
   Result<Frame, TransportError> answer(int extra_wait_ms, const std::function<bool()>& waiting);
   struct Unsettled {
     int id;
+    size_t bytes;
     std::function<bool()> waiting;
   };
   Result<int, TransportError> open_id(FrameType type, const nlohmann::json& head, const CancelToken& cancel);
@@ -61,6 +62,7 @@ class KeeperConnection : public Connection {
   Worker worker_;
   bool dead_ = false;
   std::deque<Unsettled> unsettled_;
+  size_t unsettled_bytes_ = 0;
   std::map<int, TransportError> write_errors_;
 };
 
