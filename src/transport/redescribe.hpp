@@ -22,6 +22,7 @@ class RedescribeTransport : public Transport {
   RedescribeTransport(std::unique_ptr<Transport> inner, Describe describe);
   Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
                                                               const CancelToken& cancel) override;
+  Transport* bulk() override { return inner_->bulk(); }
 
  private:
   Result<std::vector<Worker>, std::string> current();

@@ -150,6 +150,31 @@ with open(sys.argv[1], "ab", buffering=0) as f:
 }
 e2e_case growing_file "a file that grows during the stage: every worker gets the bytes of the dev VM's copy" --needs stage_no_share
 
+# With the keeper on (alice's own runtime dir for it): a push of many new
+# megabytes goes over direct connections of its own, not through the keeper's
+# relay; a small change goes on the reservation's kept session.
+bulk_push_direct() {
+  local rt=$SCRATCH/alice-run n
+  install -d -m 700 -o alice "$rt"
+  on_exit "E2E_KEEP=10m AS_USER_ENV='XDG_RUNTIME_DIR=$rt' tpurun_as alice agent stop >/dev/null 2>&1 || true"
+  head -c 9000000 /dev/urandom >"$proj/weights.bin"
+  chown alice "$proj/weights.bin"
+  E2E_KEEP=10m AS_USER_ENV="XDG_RUNTIME_DIR=$rt" expect_exit 0 tpurun_as alice -C "$proj" -v stage -- sh -c 'wc -c <weights.bin'
+  assert_contains "$OUT" "[w0-3] 9000000"
+  n=$(grep -c "over a direct connection of its own" <<<"$ERR" || true)
+  assert_eq "$n" 4 "workers pushed to over a direct connection"
+  same_bytes_as_here weights.bin
+  echo "small change" >"$proj/small.txt"
+  chown alice "$proj/small.txt"
+  E2E_KEEP=10m AS_USER_ENV="XDG_RUNTIME_DIR=$rt" expect_exit 0 tpurun_as alice -C "$proj" -v stage -- cat small.txt
+  assert_contains "$OUT" "[w0-3] small change"
+  assert_contains "$ERR" "on a kept session"
+  assert_not_contains "$ERR" "over a direct connection" "a small push went around the keeper"
+  same_bytes_as_here small.txt
+  rm -f "$proj/weights.bin" "$proj/small.txt"
+}
+e2e_case bulk_push_direct "with the keeper on, a push of many new megabytes goes over direct connections; a small one through the keeper" --needs stage_no_share
+
 gang_fail_fast() {
   local frun
   expect_exit 3 tpurun_as alice -C "$proj" stage -- sh -c "$(fail_on_worker_job 1 3)"

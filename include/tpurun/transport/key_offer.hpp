@@ -20,6 +20,7 @@ class KeyOfferTransport : public Transport {
   KeyOfferTransport(std::unique_ptr<Transport> inner, std::function<bool()> offer, std::string hint);
   Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
                                                               const CancelToken& cancel) override;
+  Transport* bulk() override { return inner_->bulk(); }
 
  private:
   bool key_pushed();

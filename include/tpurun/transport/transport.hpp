@@ -103,6 +103,11 @@ class Transport {
   virtual ~Transport() = default;
   virtual Result<std::unique_ptr<Connection>, TransportError> connect(const Worker& worker,
                                                                       const CancelToken& cancel) = 0;
+  // Where a bulk copy (a push of many megabytes) connects when this transport
+  // relays its sessions (the connection keeper): the same connections, host
+  // key checks and options without the relay's extra copy of every byte.
+  // Null when this transport's own connections are already direct.
+  virtual Transport* bulk() { return nullptr; }
 };
 
 // Collects output into strings (for --json, --gather and scans).

@@ -93,6 +93,8 @@ class Reservations {
   Reservations& operator=(const Reservations&) = delete;
 
   const std::vector<WorkerReservation>& workers() const { return workers_; }
+  // The transport the reservations were made through.
+  Transport& transport() { return transport_; }
   // Every worker is reserved (or, when not required, at least answered).
   bool complete() const;
   // One line per holder of the workers that were busy: "w0-3: bob's run X (pid 42, since ...)".

@@ -80,6 +80,7 @@ class KeeperTransport : public Transport {
     }
     return direct_->connect(worker, cancel);
   }
+  Transport* bulk() override { return direct_.get(); }
 
  private:
   // The keeper's answer, or nullopt to go direct.
