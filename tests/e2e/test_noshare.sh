@@ -152,7 +152,7 @@ e2e_case growing_file "a file that grows during the stage: every worker gets the
 
 # With the keeper on (alice's own runtime dir for it): a push of many new
 # megabytes goes over direct connections of its own, not through the keeper's
-# relay; a small change goes on the reservation's kept session.
+# relay; a small change goes on the reservation's session, the keeper's.
 bulk_push_direct() {
   local rt=$SCRATCH/alice-run n
   install -d -m 700 -o alice "$rt"
@@ -168,7 +168,8 @@ bulk_push_direct() {
   chown alice "$proj/small.txt"
   E2E_KEEP=10m AS_USER_ENV="XDG_RUNTIME_DIR=$rt" expect_exit 0 tpurun_as alice -C "$proj" -v stage -- cat small.txt
   assert_contains "$OUT" "[w0-3] small change"
-  assert_contains "$ERR" "on a kept session"
+  n=$(grep -cE "keeper: w[0-3] .* on a (kept|new) session of keeper pid" <<<"$ERR" || true)
+  assert_eq "$n" 4 "workers reserved through the keeper"
   assert_not_contains "$ERR" "over a direct connection" "a small push went around the keeper"
   same_bytes_as_here small.txt
   rm -f "$proj/weights.bin" "$proj/small.txt"
