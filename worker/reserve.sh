@@ -1,10 +1,11 @@
 # shellcheck shell=sh
-# shellcheck disable=SC2154 # lock, run, required, scan, wait, hold: set by the header tpurun writes before this
+# shellcheck disable=SC2154 # lock, run, required, scan, wait, hold, now: set by the header tpurun writes before this
 # The worker's side of a reservation (runs/launch/reservation.hpp;
 # docs/protocols.md): takes the lock, scans the TPU under it, says so, and
 # waits for the stage's words on its stdin. Run by `sh -s` as the login user;
 # tpurun writes a header before it:
 #   lock=PATH run=RUN_ID|- required=0|1 scan=0|1 wait=SECONDS hold=SECONDS
+#   now=YYYY-MM-DDTHH:MM:SSZ (the dev VM's clock, UTC; empty: ask date)
 #   and, when scan=1, a function tpurun_scan_here (scan.sh, as status runs it).
 #
 # The lock is flock(2) on a file everyone can open read-only: a read-only
@@ -27,7 +28,16 @@
 # closing the TCP connection would otherwise hold the worker for hours); the
 # watchdog goes with the script, so nothing of a reservation outlives it.
 # tpurun-embed: tokens
-record="$lock.$(id -u)"
+# Every worker runs this on each stage, and a process start is most of its
+# cost (1-2 ms each on the simulator's hosts): the uid comes from the kernel's
+# own record, the name from the login (sshd sets LOGNAME and USER), and the
+# time from tpurun's header (now=, UTC) unless the lock was waited for.
+uid=
+while read -r _k _ _e _; do
+  case $_k in Uid:) uid=$_e; break ;; esac
+done </proc/self/status
+case $uid in ''|*[!0-9]*) uid=$(id -u) ;; esac
+record="$lock.$uid"
 holders() {
   for f in "$lock".[0-9]*; do
     [ -f "$f" ] || continue
@@ -53,14 +63,17 @@ if [ -L "$lock" ]; then
 fi
 [ -e "$lock" ] || (umask 022 && : >>"$lock") 2>/dev/null
 if [ ! -f "$lock" ] || [ ! -r "$lock" ]; then
-  echo "$RESERVE_REFUSED $lock cannot be read by $(id -un) ($(ls -ld "$lock" 2>&1)): its owner or root must remove it"
+  echo "$RESERVE_REFUSED $lock cannot be read by ${LOGNAME:-uid $uid} ($(ls -ld "$lock" 2>&1)): its owner or root must remove it"
   exit 0
 fi
 exec 9<"$lock"
 tpurun_reserved=
 if take; then
   tpurun_reserved=1
-  tpurun_me=$(id -un) tpurun_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)  # the launch's record says the same
+  tpurun_me=${LOGNAME:-${USER:-}}
+  [ -n "$tpurun_me" ] || tpurun_me=$(id -un)
+  tpurun_since=$now  # the launch's record says the same
+  [ "$wait" = 0 ] && [ -n "$now" ] || tpurun_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   printf '%s %s %s %s\n' "$$" "$run" "$tpurun_me" "$tpurun_since" >"$record.tmp$$" &&
     mv -f "$record.tmp$$" "$record"
   echo "$RESERVE_OK"

@@ -9,6 +9,7 @@
 #include "runs/launch/reservation.hpp"
 #include "tpurun/tpu/scan.hpp"
 #include "tpurun/transport/shell_quote.hpp"
+#include "tpurun/util/duration.hpp"
 #include "tpurun/worker/programs.hpp"
 #include "tpurun/worker/tokens.hpp"
 
@@ -20,6 +21,9 @@ std::string reserve_script(const ReserveSpec& spec) {
   s << "run=" << shell_quote(spec.run_id.empty() ? "-" : spec.run_id) << "\n";
   s << "required=" << (spec.required ? 1 : 0) << " scan=" << (spec.scan ? 1 : 0) << " wait=" << spec.wait_s
     << " hold=" << spec.hold_s << "\n";
+  // When the lock was taken, for its holder record: this host's clock, so
+  // that the worker runs no `date` for it (a process start on every worker).
+  s << "now=" << shell_quote(format_utc_time(std::chrono::system_clock::now())) << "\n";
   if (spec.scan) {
     // The TPU scan (worker/scan.sh), as `status` runs it: as root where sudo
     // lets us, else as the user; its own script on its stdin each time.
