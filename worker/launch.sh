@@ -48,11 +48,15 @@ revalidate() {
 # perl_wrapper COMMAND...: job_wrapper.pl, detached, its program on its stdin.
 # It says "<its pid> <the job's pid>" on fd 3 once the job has started, and
 # closes it: $(perl_wrapper ...) reads that at once, with no polling.
+# The wrapper checks the log dir itself before it writes there: until then
+# its output goes nowhere (never to this script's: the channel would wait for
+# it), and a refusal comes back on fd 3.
 perl_wrapper() {
-  # shellcheck disable=SC2094 # the log: appended to, never read
   setsid perl - "tpurun-job $run_id w$worker" "$log" "$pidf" "$exitf" "$pendingf" "$@" \
-    3>&1 >>"$log" 2>&1 <<'TPURUN_JOB_WRAPPER' &
+    3>&1 >/dev/null 2>&1 <<'TPURUN_JOB_WRAPPER' &
 # tpurun-embed: include job_wrapper.pl
+__END__
+# tpurun-embed: include sitecustomize.py
 TPURUN_JOB_WRAPPER
 }
 # sh_wrapper COMMAND...: job_wrapper.sh, detached (where perl is missing).
@@ -63,71 +67,79 @@ TPURUN_JOB_WRAPPER
 }
 [ -d "$logdir" ] || revalidate "$logdir"
 [ -d "$logdir" ] || unreachable "log dir" "$logdir" "$LAUNCH_NO_LOG_DIR"
-if [ -L "$logdir" ] || [ ! -O "$logdir" ] || [ -n "$(find "$logdir" -maxdepth 0 -perm /022 2>/dev/null)" ]; then
-  echo "log dir $logdir is not $(id -un)'s own, or others may write to it: refusing to write there" >&2
-  exit "$LAUNCH_LOG_DIR_UNSAFE"
-fi
 cd "$snapshot" 2>/dev/null || { revalidate "$snapshot"; cd "$snapshot" 2>/dev/null; } ||
   unreachable snapshot "$snapshot" "$LAUNCH_NO_SNAPSHOT"
 command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is missing on this worker" >&2; exit "$LAUNCH_NO_SETSID"; }
-if [ "$max_attempts" -gt 1 ]; then
-  printf '==== tpurun: attempt %s of %s on %s at %s ====\n' "$attempt" "$max_attempts" "$(hostname)" \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$log"
-fi
-# The wrapper's temp files go into a dir of their own (the log mirror leaves
-# out that name only, never a job's file for its spelling), and in it tpurun
-# stacks' bootstrap (sitecustomize.py; docs/stacks.md): first on the job's
-# PYTHONPATH, its dumps beside it, this worker's own dir (a shared log dir is
-# every worker's). Where it cannot be written, the job runs without it.
-# Every worker runs this on the way to the launch, and a process start is
-# most of its cost: one mkdir makes both dirs, and the quoting is the shell's.
-tmpd=$logdir/$LOG_TMP_DIR
-stacksd=$tmpd/stacks/w$worker
-if ! mkdir -p "$stacksd/py" 2>/dev/null; then
-  mkdir -p "$tmpd" 2>/dev/null || tmpd=$logdir
-  stacksd=$tmpd/stacks/w$worker
-  mkdir -p "$stacksd/py" 2>/dev/null || stacksd=
-fi
-# The exit record's reserved bytes wait in tmpd too: renamed into place at
-# the end (the same filesystem), and never mirrored, so a pod with no shared
-# mount leaves no stale workerN.exit.pending on the dev VM.
-[ "$tmpd" = "$logdir" ] || pendingf=$tmpd/${pendingf##*/}
-if [ -n "$stacksd" ] && cat >"$stacksd/py/sitecustomize.py.$$" <<'TPURUN_SITECUSTOMIZE' &&
-# tpurun-embed: include sitecustomize.py
-TPURUN_SITECUSTOMIZE
-  mv -f "$stacksd/py/sitecustomize.py.$$" "$stacksd/py/sitecustomize.py"; then
-  # The dir, single-quoted for the job's shell (the wrappers do not pass tmpd
-  # on): each ' becomes '\''.
-  quoted='' _rest=$stacksd
-  while :; do
-    case $_rest in
-      *\'*) quoted=$quoted${_rest%%\'*}"'\\''"; _rest=${_rest#*\'} ;;
-      *) quoted=$quoted$_rest; break ;;
-    esac
-  done
-  # shellcheck disable=SC2089 # its quotes are for the job's shell, which evals job_env
-  job_env="$job_env
-$STACKS_DIR_VARIABLE='$quoted'; export $STACKS_DIR_VARIABLE
-PYTHONPATH=\$$STACKS_DIR_VARIABLE/py\${PYTHONPATH:+:\$PYTHONPATH}; export PYTHONPATH"
-fi
-# shellcheck disable=SC2090 # job_env is evaluated by the job's shell, quotes and all
-export pidf exitf job_env tmpd
 # Fd 9, when open, is this worker's reservation (reserve.sh): the wrapper
 # keeps it while the job runs, and the job does not get it.
 if command -v perl >/dev/null 2>&1; then
+  # job_wrapper.pl does the rest itself (the log dir's check, its dirs, the
+  # stacks bootstrap, the attempt's banner, the holder record): one process
+  # where this shell would start six.
+  # shellcheck disable=SC2090 # job_env is evaluated by the job's shell, quotes and all
+  export pidf exitf job_env logdir worker attempt max_attempts run_id
   launched=$(perl_wrapper "$@")
   case $launched in
     *[0-9]\ [0-9]*) wrapper=${launched%% *} pid=${launched#* } ;;
-    *) echo "the job did not start (the wrapper failed); see $log" >&2; exit "$LAUNCH_NOT_STARTED" ;;
+    "$WRAPPER_REFUSED "[0-9]*\ *)
+      _why=${launched#"$WRAPPER_REFUSED "}
+      echo "${_why#* }" >&2
+      exit "${_why%% *}" ;;
+    *) echo "the job did not start (its wrapper did not start: is perl whole?); see $log" >&2; exit "$LAUNCH_NOT_STARTED" ;;
   esac
 else
+  if [ -L "$logdir" ] || [ ! -O "$logdir" ] || [ -n "$(find "$logdir" -maxdepth 0 -perm /022 2>/dev/null)" ]; then
+    echo "log dir $logdir is not ${tpurun_me:-${LOGNAME:-$(id -un)}}'s own, or others may write to it: refusing to write there" >&2
+    exit "$LAUNCH_LOG_DIR_UNSAFE"
+  fi
+  if [ "$max_attempts" -gt 1 ]; then
+    printf '==== tpurun: attempt %s of %s on %s at %s ====\n' "$attempt" "$max_attempts" "$(hostname)" \
+      "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$log"
+  fi
+  # The wrapper's temp files go into a dir of their own (the log mirror leaves
+  # out that name only, never a job's file for its spelling), and in it tpurun
+  # stacks' bootstrap (sitecustomize.py; docs/stacks.md): first on the job's
+  # PYTHONPATH, its dumps beside it, this worker's own dir (a shared log dir is
+  # every worker's). Where it cannot be written, the job runs without it.
+  # (job_wrapper.pl does the same where perl is.)
+  tmpd=$logdir/$LOG_TMP_DIR
+  stacksd=$tmpd/stacks/w$worker
+  if ! mkdir -p "$stacksd/py" 2>/dev/null; then
+    mkdir -p "$tmpd" 2>/dev/null || tmpd=$logdir
+    stacksd=$tmpd/stacks/w$worker
+    mkdir -p "$stacksd/py" 2>/dev/null || stacksd=
+  fi
+  # The exit record's reserved bytes wait in tmpd too: renamed into place at
+  # the end (the same filesystem), and never mirrored, so a pod with no shared
+  # mount leaves no stale workerN.exit.pending on the dev VM.
+  [ "$tmpd" = "$logdir" ] || pendingf=$tmpd/${pendingf##*/}
+  if [ -n "$stacksd" ] && cat >"$stacksd/py/sitecustomize.py.$$" <<'TPURUN_SITECUSTOMIZE' &&
+# tpurun-embed: include sitecustomize.py
+TPURUN_SITECUSTOMIZE
+    mv -f "$stacksd/py/sitecustomize.py.$$" "$stacksd/py/sitecustomize.py"; then
+    # The dir, single-quoted for the job's shell (the wrappers do not pass tmpd
+    # on): each ' becomes '\''.
+    quoted='' _rest=$stacksd
+    while :; do
+      case $_rest in
+        *\'*) quoted=$quoted${_rest%%\'*}"'\\''"; _rest=${_rest#*\'} ;;
+        *) quoted=$quoted$_rest; break ;;
+      esac
+    done
+    # shellcheck disable=SC2089 # its quotes are for the job's shell, which evals job_env
+    job_env="$job_env
+$STACKS_DIR_VARIABLE='$quoted'; export $STACKS_DIR_VARIABLE
+PYTHONPATH=\$$STACKS_DIR_VARIABLE/py\${PYTHONPATH:+:\$PYTHONPATH}; export PYTHONPATH"
+  fi
+  # shellcheck disable=SC2090 # job_env is evaluated by the job's shell, quotes and all
+  export pidf exitf job_env tmpd
   sh_wrapper "$@"
   wrapper=$!
   pid=
-fi
-if [ -n "${tpurun_reserved:-}" ]; then
-  printf '%s %s %s %s\n' "$wrapper" "$run_id" "${tpurun_me:-$(id -un)}" "${tpurun_since:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}" \
-    >"$record.tmp$$" && mv -f "$record.tmp$$" "$record"
+  if [ -n "${tpurun_reserved:-}" ]; then
+    printf '%s %s %s %s\n' "$wrapper" "$run_id" "${tpurun_me:-$(id -un)}" "${tpurun_since:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}" \
+      >"$record.tmp$$" && mv -f "$record.tmp$$" "$record"
+  fi
 fi
 exec 9<&-
 tries=0
