@@ -119,8 +119,10 @@ class LaunchTest(unittest.TestCase):
                 open(lock, "w").close()
                 record = lock + ".0"
                 go = os.path.join(self.tmp, "go")
-                code, out, err = self.launch(path, ["sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.02; done', go],
-                                             reserved=lock)
+                # The job waits for go, at most 30 s (a failed test leaves nothing running).
+                job = 'i=0; while [ ! -e "$0" ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done'
+                self.addCleanup(lambda go=go: os.path.isdir(os.path.dirname(go)) and open(go, "w").close())
+                code, out, err = self.launch(path, ["sh", "-c", job, go], reserved=lock)
                 self.assertEqual(code, 0, err)
                 text = wait_for("the holder record", lambda: read(record))
                 holder, run, user, since = text.split()
