@@ -74,8 +74,10 @@ if take; then
   [ -n "$tpurun_me" ] || tpurun_me=$(id -un)
   tpurun_since=$now  # the launch's record says the same
   [ "$wait" = 0 ] && [ -n "$now" ] || tpurun_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  printf '%s %s %s %s\n' "$$" "$run" "$tpurun_me" "$tpurun_since" >"$record.tmp$$" &&
-    mv -f "$record.tmp$$" "$record"
+  # Written in place, not through a temp file and mv (a process start on
+  # every worker): its only reader, holders() here, skips a record it finds
+  # empty or without a live pid, and waits a moment for one to appear.
+  printf '%s %s %s %s\n' "$$" "$run" "$tpurun_me" "$tpurun_since" >"$record"
   echo "$RESERVE_OK"
 else
   echo "$RESERVE_BUSY"
