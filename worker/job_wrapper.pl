@@ -54,17 +54,19 @@ sub refuse { my ($code, $why) = @_;
   if (open(my $f, ">&=", 3)) { print $f "$WRAPPER_REFUSED $code $why\n"; close $f; }
   exit 1; }
 sub utc { my @t = gmtime; sprintf("%04d-%02d-%02dT%02d:%02d:%02dZ", $t[5] + 1900, $t[4] + 1, @t[3, 2, 1, 0]) }
-sub mkdirs { my $p = ""; for (split m{/}, $_[0]) { $p .= "$_/"; mkdir $p if $_ ne ""; } -d $_[0] }
+# mkdirs BASE PART...: BASE/PART/... made one level at a time from BASE (which
+# exists), not from /: on a shared mount each mkdir is a round trip.
+sub mkdirs { my $p = shift; for (@_) { $p .= "/$_"; mkdir $p; } -d $p }
 my $logdir = $from{logdir};
 my @st = lstat($logdir);
 refuse($LAUNCH_LOG_DIR_UNSAFE, "log dir $logdir is not ${me}'s own, or others may write to it: refusing to write there")
   if !@st or -l _ or $st[4] != $> or ($st[2] & 022);
 my $tmpd = "$logdir/$LOG_TMP_DIR";
 my $stacksd = "$tmpd/stacks/w$from{worker}";
-unless (mkdirs("$stacksd/py")) {
-  $tmpd = $logdir unless mkdirs($tmpd);
+unless (mkdirs($logdir, $LOG_TMP_DIR, "stacks", "w$from{worker}", "py")) {
+  $tmpd = $logdir unless -d $tmpd;
   $stacksd = "$tmpd/stacks/w$from{worker}";
-  undef $stacksd unless mkdirs("$stacksd/py");
+  undef $stacksd unless mkdirs($tmpd, "stacks", "w$from{worker}", "py");
 }
 # The exit record's reserved bytes wait in tmpd too (renamed into place at
 # the end: the same filesystem), never mirrored.
