@@ -26,8 +26,8 @@
 # for (find, mkdir, cat, mv and mv): it checks that the log dir is the user's
 # own and closed to other users' writes, makes its temp dir (.tpurun-tmp in
 # the log dir, which the log mirror leaves out) and this worker's dir of
-# tpurun stacks' bootstrap in it, writes the bootstrap (sitecustomize.py, after
-# __END__ in its program: DATA), and puts that dir first on the job's
+# tpurun stacks' bootstrap in it, writes the bootstrap (sitecustomize.py, on
+# its fd 4 from launch.sh), and puts that dir first on the job's
 # PYTHONPATH (docs/stacks.md); where the dirs cannot be made, the job runs
 # without them, as in launch.sh's own path where perl is missing.
 #
@@ -42,8 +42,8 @@
 # tpurun-embed: tokens
 my ($title, $log, $pidf, $exitf, $reserved, @cmd) = @ARGV;
 $0 = $title;
-# DATA is this program's stdin past __END__: read before stdin is closed.
-my $bootstrap = do { local $/; <DATA> };
+my $bootstrap;
+if (open(my $b, "<&=", 4)) { $bootstrap = do { local $/; <$b> }; close $b; }
 open(STDIN, "<", "/dev/null");
 my %from = map { $_ => delete $ENV{$_} }
   qw(record logdir worker attempt max_attempts run_id tpurun_reserved tpurun_me tpurun_since);

@@ -55,10 +55,18 @@ perl_wrapper() {
   setsid perl - "tpurun-job $run_id w$worker" "$log" "$pidf" "$exitf" "$pendingf" "$@" \
     3>&1 >/dev/null 2>&1 <<'TPURUN_JOB_WRAPPER' &
 # tpurun-embed: include job_wrapper.pl
-__END__
-# tpurun-embed: include sitecustomize.py
 TPURUN_JOB_WRAPPER
 }
+# with_bootstrap COMMAND...: COMMAND with tpurun stacks' bootstrap
+# (sitecustomize.py; docs/stacks.md) on its fd 4, for either wrapper's path:
+# the script carries it once.
+with_bootstrap() {
+  "$@" 4<<'TPURUN_SITECUSTOMIZE'
+# tpurun-embed: include sitecustomize.py
+TPURUN_SITECUSTOMIZE
+}
+# write_bootstrap PATH: fd 4 (with_bootstrap) into PATH.
+write_bootstrap() { cat <&4 >"$1"; }
 # sh_wrapper COMMAND...: job_wrapper.sh, detached (where perl is missing).
 sh_wrapper() {
   setsid sh -s "tpurun-job $run_id w$worker" "$@" >>"$log" 2>&1 <<'TPURUN_JOB_WRAPPER' &
@@ -78,7 +86,7 @@ if command -v perl >/dev/null 2>&1; then
   # where this shell would start six.
   # shellcheck disable=SC2090 # job_env is evaluated by the job's shell, quotes and all
   export pidf exitf job_env logdir worker attempt max_attempts run_id
-  launched=$(perl_wrapper "$@")
+  launched=$(with_bootstrap perl_wrapper "$@")
   case $launched in
     *[0-9]\ [0-9]*) wrapper=${launched%% *} pid=${launched#* } ;;
     "$WRAPPER_REFUSED "[0-9]*\ *)
@@ -113,9 +121,7 @@ else
   # the end (the same filesystem), and never mirrored, so a pod with no shared
   # mount leaves no stale workerN.exit.pending on the dev VM.
   [ "$tmpd" = "$logdir" ] || pendingf=$tmpd/${pendingf##*/}
-  if [ -n "$stacksd" ] && cat >"$stacksd/py/sitecustomize.py.$$" <<'TPURUN_SITECUSTOMIZE' &&
-# tpurun-embed: include sitecustomize.py
-TPURUN_SITECUSTOMIZE
+  if [ -n "$stacksd" ] && with_bootstrap write_bootstrap "$stacksd/py/sitecustomize.py.$$" &&
     mv -f "$stacksd/py/sitecustomize.py.$$" "$stacksd/py/sitecustomize.py"; then
     # The dir, single-quoted for the job's shell (the wrappers do not pass tmpd
     # on): each ' becomes '\''.
