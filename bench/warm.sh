@@ -85,6 +85,9 @@ if [[ $MODE == light ]]; then
   sel=$((WORKERS - STAGE_WORKERS))-$((WORKERS - 1))  # the last ones: w8 of the e2e pod may carry a test's other uid
   run_stage_warm() { (cd "$proj" && as_alice 10m "$bin" --config "$FAKEPOD_CONFIG" stage --worker "$sel" --detach -- true >/dev/null); }
   run_stage_cold() { (cd "$proj" && as_alice 0 "$bin" --config "$FAKEPOD_CONFIG" stage --worker "$sel" --detach -- true >/dev/null); }
+  # The same without the TPU scan (its sudo, sh and perl on every worker):
+  # what the scan costs of a re-stage.
+  run_stage_noscan() { (cd "$proj" && as_alice 10m "$bin" --config "$FAKEPOD_CONFIG" stage --worker "$sel" --detach --skip-preflight -- true >/dev/null); }
   run_exec16_warm() { as_alice 10m "$bin" --config "$FAKEPOD_CONFIG" exec --worker "$sel" -- true >/dev/null; }
   # A stage's watcher connects to its workers after the launch (its own
   # sessions, never the keeper's): wait until they are done, so that their
@@ -112,6 +115,8 @@ for rep in $(seq "$REPS"); do
     quiet
     timed stage_cold_16 run_stage_cold
     quiet
+    timed stage_warm_16_no_scan run_stage_noscan
+    quiet
   fi
 done
 rss=$(awk '/^VmHWM/ {print $2}' "/proc/$keeper/status")
@@ -126,7 +131,7 @@ from bench_times import load
 times, med = load(results)
 print(f"{workers} workers, {len(times['tpurun_warm'])} reps, medians:")
 for label in ("tpurun_warm", "tpurun_cold", "pdsh", "ssh_controlpersist",
-              "exec_warm_16", "stage_warm_16", "stage_cold_16"):
+              "exec_warm_16", "stage_warm_16", "stage_cold_16", "stage_warm_16_no_scan"):
     if label in med:
         print(f"  {label:<20} {med[label]*1000:8.1f} ms   (min {min(times[label])*1000:.1f}, max {max(times[label])*1000:.1f})")
 w = med["tpurun_warm"]
@@ -136,6 +141,8 @@ print(f"warm exec / ssh ControlPersist:  {w / med['ssh_controlpersist']:.3f}x")
 if "stage_warm_16" in med:
     print(f"warm re-stage / warm exec ({stage_workers} workers): {med['stage_warm_16'] / med['exec_warm_16']:.2f}x  (target <= 2x)")
     print(f"warm re-stage / cold re-stage:   {med['stage_warm_16'] / med['stage_cold_16']:.2f}x")
+    print(f"warm re-stage without the TPU scan (--skip-preflight) / warm exec: "
+          f"{med['stage_warm_16_no_scan'] / med['exec_warm_16']:.2f}x")
 print(f"keeper: peak RSS {int(rss_kib)/1024:.1f} MiB (target < 64 MiB), {sessions} kept sessions for {workers} workers,"
       f" at most {peak} channel(s) open at once on any of them (sshd's MaxSessions: 10)")
 PY
