@@ -42,6 +42,7 @@ const std::vector<std::pair<std::string, std::string>>& cpp_tokens() {
       {"LAUNCH_NO_SETSID", std::to_string(kLaunchNoSetsid)},
       {"LAUNCH_NO_SNAPSHOT", std::to_string(kLaunchNoSnapshot)},
       {"LAUNCH_NO_LOG_DIR", std::to_string(kLaunchNoLogDir)},
+      {"WRAPPER_REFUSED", kWrapperRefused},
       {"PUSH_HAVE", kPushHave},
       {"PUSH_NEED", kPushNeed},
       {"PUSH_MISSING", kPushMissing},
