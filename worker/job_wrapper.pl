@@ -123,7 +123,10 @@ if ($job == 0) {
 close $w;
 put($pidf, "$job $job\n");
 # The reservation's holder is this wrapper from now on: it keeps the lock.
-if ($from{tpurun_reserved} and $record and open(my $hf, ">", "$record.tmp$$")) {
+# Its temp file is a new name (O_WRONLY|O_CREAT|O_EXCL: 1|64|128, the same on
+# every architecture), so that a file or symlink another user put there first
+# in /tmp is never written through; rename replaces a symlink at $record.
+if ($from{tpurun_reserved} and $record and sysopen(my $hf, "$record.tmp$$", 1 | 64 | 128, 0644)) {
   print $hf "$$ $from{run_id} $me " . ($from{tpurun_since} || utc()) . "\n";
   close($hf) and rename("$record.tmp$$", $record) or unlink("$record.tmp$$");
 }

@@ -32,10 +32,8 @@
 # cost (1-2 ms each on the simulator's hosts): the uid comes from the kernel's
 # own record, the name from the login (sshd sets LOGNAME and USER), and the
 # time from tpurun's header (now=, UTC) unless the lock was waited for.
-uid=
-while read -r _k _ _e _; do
-  case $_k in Uid:) uid=$_e; break ;; esac
-done </proc/self/status
+# tpurun-embed: include lib/self_ids.sh
+self_ids
 case $uid in ''|*[!0-9]*) uid=$(id -u) ;; esac
 record="$lock.$uid"
 holders() {
@@ -74,10 +72,14 @@ if take; then
   [ -n "$tpurun_me" ] || tpurun_me=$(id -un)
   tpurun_since=$now  # the launch's record says the same
   [ "$wait" = 0 ] && [ -n "$now" ] || tpurun_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  # Written in place, not through a temp file and mv (a process start on
-  # every worker): its only reader, holders() here, skips a record it finds
-  # empty or without a live pid, and waits a moment for one to appear.
-  printf '%s %s %s %s\n' "$$" "$run" "$tpurun_me" "$tpurun_since" >"$record"
+  # Through a temp file and mv, so that a name another user made first in
+  # /tmp is never written through: mv replaces a symlink at $record, and the
+  # temp file is made with noclobber (dash opens a new name O_EXCL, and
+  # refuses an existing file).
+  set -C
+  printf '%s %s %s %s\n' "$$" "$run" "$tpurun_me" "$tpurun_since" >"$record.tmp$$" &&
+    mv -f "$record.tmp$$" "$record"
+  set +C
   echo "$RESERVE_OK"
 else
   echo "$RESERVE_BUSY"

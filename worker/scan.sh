@@ -23,6 +23,7 @@
 # grep run only when something holds the TPU (or for kill).
 # tpurun-embed: tokens
 # tpurun-embed: include lib/prelude.sh
+# tpurun-embed: include lib/self_ids.sh
 # tpurun-embed: include lib/lock_state.sh
 # tpurun-embed: include lib/pstat.sh
 # tpurun-embed: include lib/fd_walk.sh
@@ -40,13 +41,7 @@ file_record() {
 
 mode=$1
 shift
-uid='' gid=''
-while read -r _k _ _e _; do
-  case $_k in
-    Uid:) uid=$_e ;;
-    Gid:) gid=$_e; break ;;
-  esac
-done </proc/self/status
+self_ids
 if [ "$uid" = 0 ] && [ -n "${SUDO_UID:-}" ]; then
   cuid=$SUDO_UID cuser=${SUDO_USER:-$SUDO_UID} cgid=${SUDO_GID:-$gid} priv=root
 elif [ "$uid" = 0 ]; then
