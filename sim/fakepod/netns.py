@@ -250,6 +250,14 @@ class Forwarder:
             c.close()
             up.close()
             return
+        # A relay must not change how the endpoints' bytes travel: with Nagle
+        # on its own sockets, a small segment it passes on while an earlier
+        # one is unacknowledged waits for the peer's delayed ACK (up to 40 ms
+        # on Linux), a stall no real network path adds. The endpoints keep
+        # their own choice (sshd sets TCP_NODELAY only for interactive
+        # sessions).
+        for sock in (c, up):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         p = Pair(s.n, c, up)
         s.pairs.add(p)
         self._rewatch(p)

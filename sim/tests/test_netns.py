@@ -102,6 +102,26 @@ class ForwarderTest(unittest.TestCase):
             b.recv(5)
         b.close()
 
+    def test_relay_is_transparent_to_segments(self):
+        # Both of a pair's sockets without Nagle: a relay that coalesced the
+        # endpoints' small writes would hold each behind the peer's delayed
+        # ACK, a stall no real network path adds (and that made a kept SSH
+        # session slower than a new one).
+        import time
+        self.ctl("up 0 %s /proc/self/ns/net" % self.ip)
+        c = self.connect()
+        c.sendall(b"x")
+        self.assertEqual(c.recv(1), b"x")
+        slot = self.fwd.slots[0]
+        deadline = time.monotonic() + 10
+        while not slot.pairs and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(len(slot.pairs), 1)
+        pair = next(iter(slot.pairs))
+        for side in (pair.a, pair.b):
+            self.assertEqual(side.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY), 1)
+        c.close()
+
     def test_bad_requests(self):
         with self.assertRaises(RuntimeError):
             self.ctl("partition 3")
