@@ -68,6 +68,12 @@ void apply_options(ssh_session s, const Worker& w, const SshTransportOptions& o)
   int port = w.port;
   ssh_options_set(s, SSH_OPTIONS_PORT, &port);
   if (!o.ssh.user.empty()) ssh_options_set(s, SSH_OPTIONS_USER, o.ssh.user.c_str());
+  // No Nagle: a command is a few small packets written back to back (the
+  // exec request, stdin, EOF), and Nagle holds each one after the first
+  // until the worker ACKs, which a worker with nothing to say may delay by
+  // up to 40 ms. ssh does the same for interactive sessions.
+  int nodelay = 1;
+  ssh_options_set(s, SSH_OPTIONS_NODELAY, &nodelay);
   long timeout = o.ssh.connect_timeout_s;
   ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout);
   if (!o.ssh.known_hosts.empty()) {
