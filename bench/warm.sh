@@ -6,7 +6,7 @@
 # Not a test (timings depend on the machine); run it by hand, as root, with
 # nothing else using the simulator:
 #
-#   bench/warm.sh                 # 32 workers, 9 repetitions; the stage on workers 16-31
+#   bench/warm.sh                 # 32 workers, 9 repetitions; the stage on workers 16-31, then on 31 alone
 #   WORKERS=64 REPS=11 bench/warm.sh
 #   bench/warm.sh big             # 256 workers: the keeper's RSS and sessions, warm exec
 #
@@ -89,6 +89,12 @@ if [[ $MODE == light ]]; then
   # what the scan costs of a re-stage.
   run_stage_noscan() { (cd "$proj" && as_alice 10m "$bin" --config "$FAKEPOD_CONFIG" stage --worker "$sel" --detach --skip-preflight -- true >/dev/null); }
   run_exec16_warm() { as_alice 10m "$bin" --config "$FAKEPOD_CONFIG" exec --worker "$sel" -- true >/dev/null; }
+  # The same on one worker: the simulator's cores are then not shared by 16
+  # workers' scripts, so this is the latency a TPU VM, which runs its own
+  # scripts on its own CPU, would see.
+  one=$((WORKERS - 1))
+  run_exec1_warm() { as_alice 10m "$bin" --config "$FAKEPOD_CONFIG" exec --worker "$one" -- true >/dev/null; }
+  run_stage1_warm() { (cd "$proj" && as_alice 10m "$bin" --config "$FAKEPOD_CONFIG" stage --worker "$one" --detach -- true >/dev/null); }
   # A stage's watcher connects to its workers after the launch (its own
   # sessions, never the keeper's): wait until they are done, so that their
   # handshakes fall in no measurement.
@@ -117,6 +123,9 @@ for rep in $(seq "$REPS"); do
     quiet
     timed stage_warm_16_no_scan run_stage_noscan
     quiet
+    timed exec_warm_1 run_exec1_warm
+    timed stage_warm_1 run_stage1_warm
+    quiet
   fi
 done
 rss=$(awk '/^VmHWM/ {print $2}' "/proc/$keeper/status")
@@ -131,7 +140,8 @@ from bench_times import load
 times, med = load(results)
 print(f"{workers} workers, {len(times['tpurun_warm'])} reps, medians:")
 for label in ("tpurun_warm", "tpurun_cold", "pdsh", "ssh_controlpersist",
-              "exec_warm_16", "stage_warm_16", "stage_cold_16", "stage_warm_16_no_scan"):
+              "exec_warm_16", "stage_warm_16", "stage_cold_16", "stage_warm_16_no_scan",
+              "exec_warm_1", "stage_warm_1"):
     if label in med:
         print(f"  {label:<20} {med[label]*1000:8.1f} ms   (min {min(times[label])*1000:.1f}, max {max(times[label])*1000:.1f})")
 w = med["tpurun_warm"]
@@ -143,6 +153,8 @@ if "stage_warm_16" in med:
     print(f"warm re-stage / cold re-stage:   {med['stage_warm_16'] / med['stage_cold_16']:.2f}x")
     print(f"warm re-stage without the TPU scan (--skip-preflight) / warm exec: "
           f"{med['stage_warm_16_no_scan'] / med['exec_warm_16']:.2f}x")
+    print(f"warm re-stage / warm exec (1 worker, its CPU not shared): "
+          f"{med['stage_warm_1'] / med['exec_warm_1']:.2f}x")
 print(f"keeper: peak RSS {int(rss_kib)/1024:.1f} MiB (target < 64 MiB), {sessions} kept sessions for {workers} workers,"
       f" at most {peak} channel(s) open at once on any of them (sshd's MaxSessions: 10)")
 PY
