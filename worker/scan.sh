@@ -28,7 +28,7 @@
 # tpurun-embed: include lib/pstat.sh
 # tpurun-embed: include lib/fd_walk.sh
 
-# file_record PATH UID USER INODE DEV: an F line of fd_walk (its own
+# file_record PATH UID USER INODE DEV: an F line of the fd walk (its own
 # positional parameters, so the globs in the script's stay).
 file_record() {
   case $1 in
@@ -57,9 +57,9 @@ for _g do
 done
 printf 'devices %s\n' "$ndev"
 
-# "$@" holds the device globs. fd_walk's H lines are candidates: each is
+# "$@" holds the device globs. The walk's H lines are candidates: each is
 # matched against the globs here (a case pattern is fnmatch, as -lname is).
-found=$(fd_walk "$@")
+found=$(fd_walk_perl "$@") || found=$(fd_walk_find "$@")
 set -f
 denied=0 pids='' last='' lock='lock 0' logs='logs 0'
 while read -r kind a rest; do

@@ -1,7 +1,9 @@
-# fd_walk GLOB...: the F (libtpu's files), H (candidate device fds) and
-# denied lines of fd_walk.pl. Without perl, or when it fails, find does the
-# same walk: it prints exact matches (a subset of perl's candidates) and its
-# errors ("find: '/proc/PID/fd': Permission denied").
+# The F (libtpu's files), H (candidate device fds) and denied lines of the
+# walk over /proc/*/fd: found=$(fd_walk_perl GLOB...) || found=$(fd_walk_find
+# GLOB...), one subshell each (a process start is most of a scan's cost).
+# Without perl, or when it fails, find does the same walk: it prints exact
+# matches (a subset of perl's candidates) and its errors ("find:
+# '/proc/PID/fd': Permission denied").
 # fd_walk_perl GLOB...: the perl walk, its program on its stdin; run it in a
 # subshell (it execs). PERL5OPT and friends could load code or change how
 # bytes are printed.
@@ -11,11 +13,7 @@ fd_walk_perl() {
 # tpurun-embed: include fd_walk.pl
 TPURUN_FD_WALK
 }
-fd_walk() {
-  if _w=$(fd_walk_perl "$@"); then
-    printf '%s\n' "$_w"
-    return
-  fi
+fd_walk_find() {
 # tpurun-embed: include lib/device_find.sh
   find /proc/[0-9]*/fd "$LIBTPU_LOCKFILE" "$TPU_LOGS_DIR" -maxdepth 1 \
     \( -path '/tmp/*' -prune -printf 'F %p %U %u %i %D\n' \) -o \( \( "$@" \) -printf 'H %h %l\n' \) 2>&1
