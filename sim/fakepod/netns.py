@@ -252,10 +252,12 @@ class Forwarder:
             return
         # A relay must not change how the endpoints' bytes travel: with Nagle
         # on its own sockets, a small segment it passes on while an earlier
-        # one is unacknowledged waits for the peer's delayed ACK (up to 40 ms
-        # on Linux), a stall no real network path adds. The endpoints keep
+        # one is unacknowledged waits for the peer's delayed ACK (Linux's
+        # TCP_DELACK_MIN, 40 ms: include/net/tcp.h; Nagle's rule: RFC 896,
+        # RFC 1122 4.2.3.4), a stall no real network path adds: routers
+        # forward segments, they do not coalesce them. The endpoints keep
         # their own choice (sshd sets TCP_NODELAY only for interactive
-        # sessions).
+        # sessions: OpenSSH packet.c, ssh_packet_set_interactive).
         for sock in (c, up):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         p = Pair(s.n, c, up)

@@ -8,6 +8,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -107,7 +108,6 @@ class ForwarderTest(unittest.TestCase):
         # endpoints' small writes would hold each behind the peer's delayed
         # ACK, a stall no real network path adds (and that made a kept SSH
         # session slower than a new one).
-        import time
         self.ctl("up 0 %s /proc/self/ns/net" % self.ip)
         c = self.connect()
         c.sendall(b"x")
