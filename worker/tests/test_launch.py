@@ -151,6 +151,22 @@ class LaunchTest(unittest.TestCase):
                     self.assertNotIn(T.LAUNCHED, out)
                     self.assertEqual(os.listdir(self.logdir), [])
 
+    def test_a_log_dir_of_another_owner_is_refused_and_left_alone(self):
+        # Squatted: another user made the log dir first (0755, not writable
+        # by the user at all, as root is here). Root can write anywhere, so
+        # only the owner check stops the launch.
+        if os.geteuid() != 0:
+            self.skipTest("needs root to give the log dir to another user")
+        for path in self.paths:
+            with self.subTest(path=path):
+                self.setUp()
+                os.chown(self.logdir, 65534, 65534)
+                code, out, err = self.launch(path, ["true"])
+                self.assertEqual(code, T.LAUNCH_LOG_DIR_UNSAFE, err)
+                self.assertIn("log dir %s is not alice's own" % self.logdir, err)
+                self.assertNotIn(T.LAUNCHED, out)
+                self.assertEqual(os.listdir(self.logdir), [])
+
 
 if __name__ == "__main__":
     unittest.main()

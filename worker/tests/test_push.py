@@ -148,6 +148,17 @@ class PushTest(PushCase):
         self.assertTrue(last.startswith(T.PUSH_ERROR + " "), last)
         self.assertIn("others may write", last)
 
+    def test_a_log_dir_of_another_owner_is_refused(self):
+        # Squatted: another user made alice's log dir first, private to them.
+        if os.geteuid() != 0:
+            self.skipTest("needs root to give the dir to another user")
+        os.makedirs(os.path.join(self.root, "logs", "alice"), 0o700)
+        os.chown(os.path.join(self.root, "logs", "alice"), 65534, 65534)
+        asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertTrue(last.startswith(T.PUSH_ERROR + " "), last)
+        self.assertIn("is not alice's own dir", last)
+        self.assertEqual(os.listdir(os.path.join(self.root, "logs", "alice")), [])
+
 
 class VerifiedReuseTest(PushCase):
     """What a worker has is checked before it is reused."""
@@ -233,6 +244,25 @@ class VerifiedReuseTest(PushCase):
         self.assertEqual(asked, ["o2.x"])
         with open(self.udir("snap-1", "bin", "run.sh"), "rb") as f:
             self.assertEqual(f.read(), b"#!/bin/sh\necho run\n")
+
+    def test_a_file_added_to_a_snapshot_is_gone_when_it_is_reused(self):
+        # A file the stage never sent, put into the snapshot afterwards (by
+        # the user, a job, or anyone who could): a sitecustomize.py would run
+        # in every job of the next run. The reused snapshot is built again
+        # without it (the added file's dir is put back as the stage made it:
+        # only the file tells).
+        Worker(self.root, "snap-1", "t1").push(self.files)
+        snap = self.udir("snap-1")
+        st = os.stat(snap)
+        os.chmod(snap, 0o755)
+        with open(os.path.join(snap, "sitecustomize.py"), "w") as f:
+            f.write("print('planted')\n")
+        os.chmod(snap, stat.S_IMODE(st.st_mode))
+        os.utime(snap, ns=(st.st_atime_ns, st.st_mtime_ns))
+        asked, last = Worker(self.root, "snap-1", "t1").push(self.files)
+        self.assertTrue(last.startswith(T.PUSH_HAVE + " "), last)
+        self.assertFalse(os.path.exists(os.path.join(snap, "sitecustomize.py")), "the added file was reused")
+        self.assertEqual(sorted(os.listdir(snap)), ["bin", "main.py", "odd name\nwith newline.txt", "same.py"])
 
     def test_a_damaged_earlier_file_is_not_linked_into_a_new_snapshot(self):
         Worker(self.root, "snap-1", "t1").push(self.files)
