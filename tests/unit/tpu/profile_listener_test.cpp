@@ -50,7 +50,7 @@ TEST(ProfileListenerTest, GarbleIsAnError) {
 // The script itself, on this host: a socket this process listens on is
 // found, with this process and its run (none under ctest).
 TEST(ProfileListenerTest, ScriptFindsThisProcessListening) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(fd, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;

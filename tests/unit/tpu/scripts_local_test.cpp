@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -22,6 +23,35 @@
 
 namespace tpurun {
 namespace {
+
+// Waits for `ready` to hold, polling; false after a generous bound (a
+// loaded machine is slow; the state always comes).
+template <typename Ready>
+bool wait_for(Ready ready) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+std::string cmdline_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
+}
+
+// Whether process `pid` has `path` open.
+bool has_open(pid_t pid, const std::string& path) {
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code link_ec;
+    if (std::filesystem::read_symlink(fd.path(), link_ec) == path) return true;
+  }
+  return false;
+}
 
 class LocalScriptsTest : public ::testing::Test {
  protected:
@@ -43,9 +73,11 @@ class LocalScriptsTest : public ::testing::Test {
 
   // A job in its own session: the shell opens the device, ignores SIGTERM
   // (inherited by its children), and starts a child; both hold the device.
+  // Returns once both are the sleeps they become (the scan reads their
+  // command lines), the child's pid in `child_`.
   void start_job() {
-    const std::string script = "exec 3<" + dir_ + "/accel0; trap '' TERM; sleep 300 & echo ready >" + dir_ +
-                               "/ready; exec sleep 301";
+    const std::string script = "exec 3<" + dir_ + "/accel0; trap '' TERM; sleep 300 & echo $! >" + dir_ +
+                               "/child.tmp && mv " + dir_ + "/child.tmp " + dir_ + "/child; exec sleep 301";
     job_ = fork();
     ASSERT_GE(job_, 0);
     if (job_ == 0) {
@@ -54,11 +86,11 @@ class LocalScriptsTest : public ::testing::Test {
       execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    for (int i = 0; i < 200 && access((dir_ + "/ready").c_str(), F_OK) != 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    // The background sleep has started once "ready" exists; give exec a moment.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(wait_for([&] { return access((dir_ + "/child").c_str(), F_OK) == 0; })) << "no child";
+    std::ifstream(dir_ + "/child") >> child_;
+    ASSERT_GT(child_, 0);
+    ASSERT_TRUE(wait_for([&] { return cmdline_of(job_) == "sleep 301 " && cmdline_of(child_) == "sleep 300 "; }))
+        << "the job and its child did not become sleeps: " << cmdline_of(job_) << "| " << cmdline_of(child_);
   }
 
   std::vector<std::string> globs() const { return {dir_ + "/accel*"}; }
@@ -66,6 +98,7 @@ class LocalScriptsTest : public ::testing::Test {
   std::string dir_;
   std::string run_id_;
   pid_t job_ = -1;
+  pid_t child_ = -1;
 };
 
 TEST_F(LocalScriptsTest, ScanFindsTheJobAndItsChildWithRunId) {
@@ -171,10 +204,9 @@ TEST_F(LocalScriptsTest, ALinkTargetWithANewlineForgesNoHolder) {
     execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  for (int i = 0; i < 200 && access((dir_ + "/ready").c_str(), F_OK) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Once "ready" exists the forged "device" is open (fd 3, kept across exec).
+  ASSERT_TRUE(wait_for([&] { return access((dir_ + "/ready").c_str(), F_OK) == 0; })) << "the job did not start";
+  ASSERT_TRUE(has_open(job_, forged_dir + "/accel0"));
   LocalTransport transport;
   // One glob, and several (their common prefix is tested first).
   for (const auto& g : {globs(), std::vector<std::string>{dir_ + "/accel*", dir_ + "/vfio/[0-9]*"}}) {
@@ -208,7 +240,9 @@ TEST_F(LocalScriptsTest, ScanWithSeveralGlobsFindsEachAndNothingElseUnderTheirPr
   pid_t other = hold("3<" + dir_ + "/other");
   ASSERT_GT(vfio, 0);
   ASSERT_GT(other, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(wait_for([&] {
+    return has_open(vfio, dir_ + "/vfio/0") && has_open(vfio, dir_ + "/other") && has_open(other, dir_ + "/other");
+  })) << "the holders' files are not open";
   LocalTransport transport;
   auto results = scan_workers(testing::make_workers(1), transport, 1, CancelToken(),
                               {dir_ + "/accel*", dir_ + "/vfio/[0-9]*"});

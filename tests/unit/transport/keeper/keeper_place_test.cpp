@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -60,12 +63,28 @@ TEST_F(KeeperPlaceTest, AnotherAgentSocketIsAnotherKeeper) {
   EXPECT_NE(first->socket, second->socket);
 }
 
+// keeper_place makes /tmp/tpurun-UID, the real user's keeper dir: it runs
+// in a child with a /tmp of its own (a mount namespace and a tmpfs), so the
+// real one is neither made nor left behind.
 TEST_F(KeeperPlaceTest, ARuntimeDirTooLongForASocketFallsBackToTmp) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a /tmp of its own (unshare, mount)";
   env_.set("XDG_RUNTIME_DIR", "/" + std::string(90, 'r'));
-  auto place = keeper_place(env_);
-  ASSERT_TRUE(place) << place.error();
-  EXPECT_EQ(place->dir, "/tmp/tpurun-" + std::to_string(::getuid()));
-  EXPECT_LT(place->socket.size(), 108u);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777") != 0) {
+      ::_exit(10);
+    }
+    auto place = keeper_place(env_);
+    if (!place) ::_exit(11);
+    if (place->dir != "/tmp/tpurun-" + std::to_string(::getuid())) ::_exit(12);
+    ::_exit(place->socket.size() < 108u ? 0 : 13);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  // 10: no private /tmp; 11: refused; 12: another dir; 13: a socket path too long
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
 TEST(KeeperIdleTest, TenMinutesUnlessSetAndZeroTurnsItOff) {
