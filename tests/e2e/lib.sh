@@ -50,6 +50,16 @@ skip() {
   exit 125
 }
 
+# elsewhere REASON: this case is not for this run of the script (the NFS
+# lane's run of a case that belongs to the plain mount): it ends as "runs
+# elsewhere", neither passed nor skipped. A skip says something could not
+# be tested here; this says it is tested in another lane.
+_E2E_ELSEWHERE=86
+elsewhere() {
+  echo "--   [$(_e2e_where)]: runs elsewhere: $*"
+  exit $_E2E_ELSEWHERE
+}
+
 pass() {
   echo "PASS [$TEST_NAME]${*:+: $*}"
 }
@@ -194,7 +204,9 @@ trap 'exit 130' INT
 # own cleanups (on_exit inside it) run, the pod is scrubbed (no TPU holder, no
 # job or watcher of the test users), and every case that does not need it
 # still runs. Then a summary line, and the exit code: 1 if a case failed,
-# 125 if every case skipped.
+# else 125 (ctest's skip) if a case skipped or none passed: a script that
+# could not test everything it holds says so, whatever else passed. A case
+# that runs `elsewhere` (and those that need it) counts as neither.
 #
 #   verbatim() { ...; }
 #   e2e_case verbatim "hostile arguments arrive verbatim on every worker"
@@ -257,15 +269,21 @@ _e2e_case_body() {  # NAME: the case in a subshell; its exit code
 }
 
 e2e_run() {
-  local name need rc t0 failed=() passed=0 skipped=0
+  local name need rc t0 failed=() passed=0 skipped=() elsewhere=0
   declare -A result=()
   for name in "${_E2E_CASE_NAMES[@]}"; do
     _e2e_selected "$name" || continue
     for need in ${_E2E_CASE_NEEDS[$name]}; do
+      if [[ ${result[$need]:-} == "runs elsewhere" ]]; then
+        echo "--   [$TEST_NAME/$name]: runs elsewhere, with $need"
+        result[$name]="runs elsewhere"
+        elsewhere=$((elsewhere + 1))
+        continue 2
+      fi
       if [[ ${result[$need]:-} != ok ]]; then
         echo "SKIP [$TEST_NAME/$name]: it needs $need, which ${result[$need]:-did not run}"
         result[$name]="was skipped"
-        skipped=$((skipped + 1))
+        skipped+=("$name")
         continue 2
       fi
     done
@@ -283,7 +301,11 @@ e2e_run() {
         ;;
       125)
         result[$name]="was skipped"
-        skipped=$((skipped + 1))
+        skipped+=("$name")
+        ;;
+      "$_E2E_ELSEWHERE")
+        result[$name]="runs elsewhere"
+        elsewhere=$((elsewhere + 1))
         ;;
       *)
         echo "FAIL [$TEST_NAME/$name] (exit $rc after $((SECONDS - t0)) s) ${_E2E_CASE_DESC[$name]}"
@@ -293,9 +315,12 @@ e2e_run() {
         ;;
     esac
   done
-  echo "== [$TEST_NAME] $passed passed, ${#failed[@]} failed${failed[*]:+ (${failed[*]})}, $skipped skipped"
+  local also=""
+  ((elsewhere == 0)) || also=", $elsewhere elsewhere"
+  echo "== [$TEST_NAME] $passed passed, ${#failed[@]} failed${failed[*]:+ (${failed[*]})}," \
+    "${#skipped[@]} skipped${skipped[*]:+ (${skipped[*]})}$also"
   ((${#failed[@]} == 0)) || exit 1
-  ((passed > 0)) || exit 125
+  ((${#skipped[@]} == 0 && passed > 0)) || exit 125
   return 0
 }
 
@@ -522,9 +547,17 @@ _e2e_user() {
   _E2E_GID[$1]=$gid
 }
 
-user_home() {  # U
+user_home() {  # U: U's home on the dev VM (this host): with E2E_PRIVATE_HOMES, the test's own
   _e2e_user "$1"
   echo "${_E2E_HOME[$1]:-}"
+}
+
+# worker_home U: U's home on the workers, where a login lands (their passwd's,
+# on each worker's own disk: the same path on two workers is two dirs). The
+# private homes are the dev VM's only: they live in the scratch dir, which
+# every worker sees, so a worker's files never go there.
+worker_home() {
+  getent passwd "$1" | cut -d: -f6
 }
 
 # _e2e_user_dir U: makes the per-test scratch dir of U ($SCRATCH/U) if needed.

@@ -148,7 +148,7 @@ e2e_case claim_race "two users claiming the same pod at once: exactly one wins, 
 # The board's scans and --pod auto read the workers over ssh, not the shared
 # mount: the cases below run on the plain one.
 board_status_all() {
-  nfs_mode && skip "the board's scans read the workers over ssh, not the shared mount: they run on the plain one"
+  nfs_mode && elsewhere "the board's scans read the workers over ssh, not the shared mount: they run on the plain one"
   local bob_pid
   busy_board
   expect_exit 0 b alice status --all --json
@@ -176,7 +176,7 @@ PY
 e2e_case board_status_all "the board: a free pod, one claimed by bob, one busy with bob's job, one with a worker down"
 
 pod_auto() {
-  nfs_mode && skip "--pod auto reads the workers over ssh, not the shared mount: it runs on the plain one"
+  nfs_mode && elsewhere "--pod auto reads the workers over ssh, not the shared mount: it runs on the plain one"
   local bob_pid waiter
   busy_board
   # --pod auto skips bob's claim, bob's job and the dead worker, in config order, and says why.
@@ -224,7 +224,7 @@ pod_auto() {
 e2e_case pod_auto "--pod auto and globs skip claimed, busy and unreachable pods in config order and say why; --wait waits for one to be free"
 
 pod_wait_bad_input() {
-  nfs_mode && skip "with the --pod auto cases: they run on the plain shared mount"
+  nfs_mode && elsewhere "with the --pod auto cases: they run on the plain shared mount"
   expect_exit 2 b alice exec --wait -- true
   assert_contains "$ERR" "--wait waits for a free pod among several"
   expect_exit 2 b alice --pod auto stage --wait 0 -- true

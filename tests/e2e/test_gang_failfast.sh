@@ -45,7 +45,7 @@ e2e_case detached_failure "detached, nobody follows, and the watcher still stops
 
 unwritable_cache() {
   local run
-  nfs_mode && skip "on the plain mount only: the cache dir is the dev VM's, not the shared mount's"
+  nfs_mode && elsewhere "on the plain mount only: the cache dir is the dev VM's, not the shared mount's"
   # The watcher has no lock file, says so, and still watches (a run nobody
   # watches would keep no gang rules).
   run=$(AS_USER_ENV="XDG_CACHE_HOME=/proc/no-cache-here" stage_detached alice "$proj" -- sh -c "$(fail_on_worker_job 3 5)")
@@ -58,7 +58,7 @@ e2e_case unwritable_cache "a cache dir alice cannot write: the watcher watches w
 
 continue_on_failure() {
   local run
-  nfs_mode && skip "on the plain mount only: its records cross the mount as all_succeed's and foreground_failure's do"
+  nfs_mode && elsewhere "on the plain mount only: its records cross the mount as all_succeed's and foreground_failure's do"
   expect_exit 3 tpurun_as alice -C "$proj" stage --raw --on-failure continue -- \
     sh -c 'if [ "$TPURUN_WORKER" = 1 ]; then exit 3; fi; sleep 2; echo done'
   run=$(latest_run)
@@ -86,7 +86,7 @@ e2e_case all_succeed "every worker exits 0: success, nobody stopped; a line all 
 
 disjoint_runs() {
   local other half=$((N / 2))
-  nfs_mode && skip "on the plain mount only: which runs stop each other is the watcher's choice, not the mount's"
+  nfs_mode && elsewhere "on the plain mount only: which runs stop each other is the watcher's choice, not the mount's"
   other=$(stage_detached alice "$proj" --worker "$half-$((N - 1))" -- python3 train.py --forever --metrics-addr none)
   expect_exit 9 tpurun_as alice -C "$proj" stage --worker "0-$((half - 1))" -- sh -c 'if [ "$TPURUN_WORKER" = 0 ]; then exit 9; fi; exec python3 train.py --forever --metrics-addr none'
   assert_eq "$(run_field alice "$other" 'r["verdict"]')" "running"
@@ -96,7 +96,7 @@ disjoint_runs() {
 e2e_case disjoint_runs "two runs of the same user on different worker sets never stop each other"
 
 bad_flags() {
-  nfs_mode && skip "on the plain mount only: argument checks"
+  nfs_mode && elsewhere "on the plain mount only: argument checks"
   expect_exit 2 tpurun_as alice -C "$proj" stage --restarts -1 -- true
   assert_contains "$ERR" "--restarts -1"
   expect_exit 2 tpurun_as alice -C "$proj" stage --lost-after 0 -- true

@@ -52,7 +52,7 @@ restart_then_success() {
 e2e_case restart_then_success "--restarts 1 with a job that fails only on its first attempt: success on the second"
 
 out_of_restarts() {
-  nfs_mode && skip "on the plain mount only: the summary's words; restart_then_success restarts over the mount"
+  nfs_mode && elsewhere "on the plain mount only: the summary's words; restart_then_success restarts over the mount"
   expect_exit 7 tpurun_as alice -C "$proj" stage --restarts 1 -- sh -c 'if [ "$TPURUN_WORKER" = 1 ]; then exit 7; fi; exec python3 train.py --forever --metrics-addr none'
   assert_contains "$ERR" "failed (attempt 2 of 2)"
   assert_contains "$ERR" "first failure: w1 $(worker_ip 1) exited 7"
@@ -147,11 +147,11 @@ kill_stops_restarts() { kill_by_name_stops_restarts id; }
 # On NFS, kill_stops_restarts stops a run over the mount; the other two differ
 # only in how the run is named.
 kill_last_stops_restarts() {
-  nfs_mode && skip "on the plain mount only: naming the run"
+  nfs_mode && elsewhere "on the plain mount only: naming the run"
   kill_by_name_stops_restarts last
 }
 kill_prefix_stops_restarts() {
-  nfs_mode && skip "on the plain mount only: naming the run"
+  nfs_mode && elsewhere "on the plain mount only: naming the run"
   kill_by_name_stops_restarts prefix
 }
 e2e_case kill_stops_restarts "kill --run stops the watcher too: the run ends as stopped, and is not restarted"

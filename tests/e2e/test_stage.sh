@@ -132,7 +132,7 @@ PY
 e2e_case client_sigkilled "SIGKILL of the client mid-run: every job still finishes and records its exit code, and runs lists the per-worker states"
 
 worker_down() {
-  nfs_mode && skip "on the plain mount only: the preflight reads the workers over ssh"
+  nfs_mode && elsewhere "on the plain mount only: the preflight reads the workers over ssh"
   stop_worker "$down"
   expect_exit 1 tpurun_as alice -C "$proj" stage -- true
   assert_contains "$ERR" "w$down $(worker_ip "$down"): cannot check: cannot connect"
