@@ -121,7 +121,7 @@ e2e_case exec_and_stage "exec and stage on a gcloud pod; the next command reuses
 
 # ------------------------------------------------------------------ restarts
 restart_new_addresses() {
-  local old0 old_ip run
+  local old0 old_ip run s i=0
   read -r old0 _ <<<"$(node_slots cloud)"
   old_ip=$(worker_ip "$old0")
   expect_exit 0 t alice -C "$proj" stage --detach --restarts 1 --lost-after 3s -- \
@@ -136,7 +136,15 @@ restart_new_addresses() {
   expect_exit 0 t alice logs "$run" -f
   assert_contains "$OUT" "attempt 2 on"
   assert_contains "$ERR" "is at "
-  assert_not_contains "$(t alice exec -- hostname -I 2>&1 || true)" "$old_ip "
+  # exec reaches every worker at its new address (a dial of the old one
+  # would fail: `cannot connect to OLD:22`, exit 255), each line prefixed
+  # with the address it came from
+  expect_exit 0 t alice exec --raw -- echo up
+  for s in $(node_slots cloud); do
+    assert_contains "$OUT" "[w$i $(worker_ip "$s")] up"
+    i=$((i + 1))
+  done
+  assert_not_contains "$OUT$ERR" "$old_ip]" "exec after the move"
   # the record names the new addresses (profile, stacks and kill --run use it)
   assert_not_contains "$(cat "$(srv "$logs/$run/run.json")")" "\"$old_ip\"" "run.json after the move"
 }

@@ -61,7 +61,16 @@ per_stream() {
 e2e_case per_stream "collapsing is per stream: stderr's shared line stays on stderr"
 
 late_worker() {
-  expect_exit 0 tpurun_as alice exec -- sh -c "$(synced late '[ "$TPU_WORKER_ID" = 3 ] && sleep 2; echo shared')"
+  local out=$SCRATCH/late.out body
+  # w3 prints the shared line once tpurun has shown the others' (the workers
+  # see its output here, in the scratch dir; at most 120 s): late whatever
+  # the machine's speed.
+  body='[ "$TPU_WORKER_ID" = 3 ] && { i=0; until grep -q "] shared$" '$out'; do
+    i=$((i + 1)); [ $i -le 1200 ] || break; sleep 0.1; done; }; echo shared'
+  RC=0
+  tpurun_as alice exec -- sh -c "$(synced late "$body")" >"$out" 2>"$SCRATCH/late.err" || RC=$?
+  OUT=$(<"$out")
+  assert_eq "$RC" 0 "exec: $(<"$SCRATCH/late.err")"
   assert_contains "$OUT" "[w0-2,4-$last] shared"
   assert_contains "$OUT" "[+w3] shared"
   assert_eq "$(count "$OUT" 'shared$')" 2

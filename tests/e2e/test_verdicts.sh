@@ -141,7 +141,12 @@ e2e_case kill_previous_names "a run that holds the workers without the TPU is na
 
 leftover_child() {
   local run
-  run=$(stage_detached alice "$proj" -- sh -c 'python3 train.py --forever --metrics-addr none >/dev/null 2>&1 & sleep 3; exit 0')
+  # The job ends 0 once its child holds the TPU (the trainer says so),
+  # within 120 s (else 3: the run fails and the case with it).
+  # shellcheck disable=SC2016
+  run=$(stage_detached alice "$proj" -- sh -c 'o=/tmp/leftover-$$.out
+    python3 train.py --forever --metrics-addr none >"$o" 2>&1 &
+    i=0; until grep -q " holds " "$o"; do i=$((i + 1)); [ $i -le 1200 ] || exit 3; sleep 0.1; done; exit 0')
   expect_exit 0 tpurun_as alice logs "$run" -f
   assert_contains "$(run_field alice "$run" 'r["workers"][0]["detail"]')" "leftover process held the TPU, stopped"
   no_job_left alice "$run"
@@ -151,10 +156,20 @@ leftover_child() {
 e2e_case leftover_child "a child left holding the TPU is stopped when the run ends, and runs says so"
 
 dead_watcher_records() {
-  local run
-  run=$(stage_detached alice "$proj" -- sh -c 'sleep 4; exit 0')
+  local run gate=$SCRATCH/records.gate watcher
+  # The jobs exit 0 once the gate is there (the workers see the scratch
+  # dir), which the test makes when the watcher is gone; 3 after 300 s.
+  rm -f "$gate"
+  on_exit "touch '$gate'"
+  # shellcheck disable=SC2016
+  run=$(stage_detached alice "$proj" -- sh -c \
+    'i=0; until [ -e "$0" ]; do i=$((i + 1)); [ $i -le 3000 ] || exit 3; sleep 0.1; done; exit 0' "$gate")
   wait_until "the run's state.json" 120 test -s "$(srv "$logs/$run/state.json")"
-  kill -9 "$(state_field "$run" 'd["watcher"]["pid"]')"
+  watcher=$(state_field "$run" 'd["watcher"]["pid"]')
+  kill -9 "$watcher"
+  wait_until "the watcher to be gone" 120 eval '! kill -0 "$watcher" 2>/dev/null'
+  assert_eq "$(exits_of "$run")" 0 "exit records before the gate"
+  touch "$gate"
   wait_until "4 exit records" 120 eval '[[ $(exits_of "$run") == 4 ]]'
   assert_eq "$(run_field alice "$run" 'r["verdict"]') $(run_field alice "$run" 'r["from_records"]')" "succeeded True"
   expect_exit 0 tpurun_as alice runs --no-check
