@@ -12,7 +12,8 @@ source "$(dirname "$0")/noshare_pod.sh" noshare 127.0.10
 proj=$(make_project alice noshare)
 printf 'odd\n' >"$proj/odd name (1).txt"
 chown alice "$proj/odd name (1).txt"
-home=$(user_home alice)
+home=$(user_home alice)    # the dev VM's (private homes: the test's own)
+whome=$(worker_home alice) # the workers' (each on its own disk)
 logs=$home/.tpurun/logs/alice/noshare
 on_exit "rm -rf '$home/.tpurun'"
 # worker_file I PATH: cat PATH on worker I's own disk, as alice.
@@ -23,11 +24,35 @@ run_of_stage() {
   sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$ERR"
 }
 
+# mirrored RUN: the dev VM has each worker's log line of stage_no_share's job.
+mirrored() {
+  local i
+  for i in 0 1 2 3; do grep -qs "hello from" "$logs/$1/worker$i.log" || return 1; done
+}
+
 stage_no_share() {
-  local run i
-  expect_exit 0 tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line
+  local run i gate=$SCRATCH/mirror.gate client rc=0
+  # The jobs end once the log mirror has copied their first lines to the dev
+  # VM while they run (the test then makes the gate, which the workers see
+  # in the scratch dir; 3 after 300 s): the mirror's rounds meet a running
+  # job, whose exit record's reserved bytes exist then.
+  rm -f "$gate"
+  on_exit "touch '$gate'"
+  # shellcheck disable=SC2016
+  tpurun_as alice -C "$proj" stage -- sh -c 'echo "hello from $(hostname)"; cat "odd name (1).txt"; echo same line
   mkdir -p "$TPURUN_LOG_DIR/tb" && echo "event of w$TPURUN_WORKER" >"$TPURUN_LOG_DIR/tb/events.out.tfevents.w$TPURUN_WORKER"
-  sleep 3'  # (a few of the log mirror's rounds while the job runs: its exit record's reserved bytes exist then)
+  i=0; until [ -e "$0" ]; do i=$((i + 1)); [ $i -le 3000 ] || exit 3; sleep 0.1; done' "$gate" \
+    >"$SCRATCH/stage.out" 2>"$SCRATCH/stage.err" &
+  client=$!
+  wait_until "the stage to name its run" 300 grep -q '^tpurun: run ' "$SCRATCH/stage.err"
+  ERR=$(<"$SCRATCH/stage.err")
+  run=$(run_of_stage)
+  wait_until "every worker's first lines on the dev VM while the jobs run" 300 mirrored "$run"
+  touch "$gate"
+  wait "$client" || rc=$?
+  OUT=$(<"$SCRATCH/stage.out")
+  ERR=$(<"$SCRATCH/stage.err")
+  assert_eq "$rc" 0 "the stage: $ERR"
   assert_contains "$ERR" "→ 4 workers (no shared mount): sent"
   assert_not_contains "$ERR" "sent 0 files"
   assert_contains "$ERR" "succeeded"
@@ -40,9 +65,9 @@ stage_no_share() {
     assert_eq "$(cat "$logs/$run/worker$i.exit")" "0"
     [[ ! -e $logs/$run/worker$i.exit.pending ]] || fail "a stale worker$i.exit.pending on the dev VM"
     # and the worker's own copy is on its own disk, not on the dev VM's
-    assert_contains "$(worker_file "$i" "$home/.tpurun/logs/alice/noshare/$run/worker$i.log")" "odd"
+    assert_contains "$(worker_file "$i" "$whome/.tpurun/logs/alice/noshare/$run/worker$i.log")" "odd"
   done
-  wexec 1 --user alice -- test ! -e "$home/.tpurun/logs/alice/noshare/$run/worker0.log" ||
+  wexec 1 --user alice -- test ! -e "$whome/.tpurun/logs/alice/noshare/$run/worker0.log" ||
     fail "w1 has w0's log: the disks are shared"
 }
 e2e_case stage_no_share "stage on a pod with no shared mount: the snapshot goes to every worker, the logs come back"
@@ -79,7 +104,7 @@ e2e_case restage_sends_nothing "a re-stage sends nothing the workers have" --nee
 # PATH put back: what only a ctime or the bytes can show.
 damage() {
   wexec "$1" --user alice -- sh -c 'cd "$1" && f=$2 && t=$(stat -c %y "$f") && chmod -R u+w . &&
-    eval "$3" && touch -c -d "$t" "$f"; chmod -R a-w .' sh "$home/.tpurun/staging/alice/$2" "$3" "$4"
+    eval "$3" && touch -c -d "$t" "$f"; chmod -R a-w .' sh "$whome/.tpurun/staging/alice/$2" "$3" "$4"
 }
 # same_bytes_as_here PATH: PATH's sha256 in the newest run's snapshot on every
 # worker is the one of the project's copy here.
@@ -89,7 +114,7 @@ same_bytes_as_here() {
   snap=$(basename "$(run_field alice "$run" 'r["staged_dir"]')")
   want=$(sha256sum <"$proj/$1")
   for i in 0 1 2 3; do
-    assert_eq "$(wexec "$i" --user alice -- sh -c 'sha256sum <"$1"' sh "$home/.tpurun/staging/alice/$snap/$1")" "$want" \
+    assert_eq "$(wexec "$i" --user alice -- sh -c 'sha256sum <"$1"' sh "$whome/.tpurun/staging/alice/$snap/$1")" "$want" \
       "w$i's $1"
   done
 }
@@ -144,7 +169,7 @@ with open(sys.argv[1], "ab", buffering=0) as f:
   # every worker has the dev VM's snapshot's bytes, whatever size it was read at
   want=$(sha256sum <"$home/.tpurun/staging/alice/$snap/growing.log")
   for i in 0 1 2 3; do
-    assert_eq "$(wexec "$i" --user alice -- sh -c 'sha256sum <"$1"' sh "$home/.tpurun/staging/alice/$snap/growing.log")" \
+    assert_eq "$(wexec "$i" --user alice -- sh -c 'sha256sum <"$1"' sh "$whome/.tpurun/staging/alice/$snap/growing.log")" \
       "$want" "w$i's growing.log against the dev VM's copy"
   done
 }
@@ -226,7 +251,7 @@ gc_on_workers() {
   assert_contains "$OUT" "kept"
   snap=$(basename "$(run_field alice "$krun" 'r["staged_dir"]')")
   for i in 0 3; do
-    wexec "$i" --user alice -- test -d "$home/.tpurun/staging/alice/$snap" || fail "gc removed w$i's snapshot of a running run"
+    wexec "$i" --user alice -- test -d "$whome/.tpurun/staging/alice/$snap" || fail "gc removed w$i's snapshot of a running run"
   done
   assert_eq "$(wexec 1 --user alice -- sh -c 'ls -d ~/.tpurun/staging/alice/*-code | wc -l')" 1 "w1's old snapshots"
   # and their manifests and records (.sums-, .stat-) went with them
@@ -237,9 +262,9 @@ gc_on_workers() {
   assert_contains "$OUT" "old run log dirs"
   first=$(cat "$SCRATCH/first-run")
   for i in 0 3; do
-    wexec "$i" --user alice -- test ! -e "$home/.tpurun/logs/alice/noshare/$first" ||
+    wexec "$i" --user alice -- test ! -e "$whome/.tpurun/logs/alice/noshare/$first" ||
       fail "gc left w$i's log dir of the ended run $first"
-    wexec "$i" --user alice -- test -d "$home/.tpurun/logs/alice/noshare/$krun" ||
+    wexec "$i" --user alice -- test -d "$whome/.tpurun/logs/alice/noshare/$krun" ||
       fail "gc removed w$i's log dir of the running run $krun"
   done
   assert_contains "$(cat "$logs/$first/worker0.log")" "hello from"

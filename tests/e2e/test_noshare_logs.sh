@@ -22,7 +22,8 @@ source "$(dirname "$0")/noshare_pod.sh" noshare-logs 127.0.30
 MANY=${E2E_NOSHARE_MANY:-20000} CUT=${E2E_NOSHARE_CUT:-8000}
 proj=$(make_project alice nslogs)
 install -o alice -m 644 "$E2E_DIR/noshare_writer.py" "$proj/writer.py"
-home=$(user_home alice)
+home=$(user_home alice)    # the dev VM's (private homes: the test's own)
+whome=$(worker_home alice) # the workers' (each on its own disk)
 logs=$home/.tpurun/logs/alice/nslogs
 on_exit "rm -rf '$home/.tpurun'"
 run_of() { sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$1" | head -1; }
@@ -47,11 +48,11 @@ print("\n".join(sorted(out)))'
 # byte for byte, and so is its log; SAME_N: how many files were compared.
 same_files() {
   local i=$1 run=$2 there here missing
-  there=$(wexec "$i" --user alice -- /usr/bin/python3 -c "$SUMS_PY" "$home/.tpurun/logs/alice/nslogs/$run")
+  there=$(wexec "$i" --user alice -- /usr/bin/python3 -c "$SUMS_PY" "$whome/.tpurun/logs/alice/nslogs/$run")
   here=$(/usr/bin/python3 -c "$SUMS_PY" "$logs/$run/w$i")
   missing=$(comm -23 <(printf '%s\n' "$there") <(printf '%s\n' "$here"))
   [[ -z $missing ]] || fail "w$i: $(wc -l <<<"$missing") files differ or are missing on the dev VM, e.g.: $(head -3 <<<"$missing")"
-  assert_eq "$(wexec "$i" --user alice -- sha256sum <"/dev/null" "$home/.tpurun/logs/alice/nslogs/$run/worker$i.log" | cut -d' ' -f1)" \
+  assert_eq "$(wexec "$i" --user alice -- sha256sum <"/dev/null" "$whome/.tpurun/logs/alice/nslogs/$run/worker$i.log" | cut -d' ' -f1)" \
     "$(sha256sum "$logs/$run/worker$i.log" | cut -d' ' -f1)" "w$i's log"
   SAME_N=$(wc -l <<<"$there")
 }
@@ -117,9 +118,9 @@ e2e_case cut_and_rewrites "a dropped channel with $CUT files, and files renamed 
 full_log_disk() {
   local uid gid rc=0 run
   uid=$(wexec 3 --user alice -- id -u) gid=$(wexec 3 --user alice -- id -g)
-  wexec 3 --user alice -- mkdir -p "$home/.tpurun/logs"
-  wexec 3 -- mount -t tmpfs -o "size=2m,uid=$uid,gid=$gid,mode=700" tmpfs "$home/.tpurun/logs"
-  on_exit "\"\$FAKEPOD\" exec 3 -- umount '$home/.tpurun/logs' 2>/dev/null || true"
+  wexec 3 --user alice -- mkdir -p "$whome/.tpurun/logs"
+  wexec 3 -- mount -t tmpfs -o "size=2m,uid=$uid,gid=$gid,mode=700" tmpfs "$whome/.tpurun/logs"
+  on_exit "\"\$FAKEPOD\" exec 3 -- umount '$whome/.tpurun/logs' 2>/dev/null || true"
   tpurun_as alice -C "$proj" stage -- \
     sh -c 'if [ "$TPURUN_WORKER" = 3 ]; then head -c 10000000 /dev/zero | tr "\0" x; echo; fi; echo BIG-DONE' \
     >"$SCRATCH/full.out" 2>"$SCRATCH/full.err" || rc=$?
@@ -129,7 +130,7 @@ full_log_disk() {
   run=$(run_of "$ERR")
   assert_eq "$(run_field alice "$run" 'r["verdict"] + " " + r["first_failure"]["how"]')" "failed out_of_space"
   assert_contains "$(cat "$logs/$run/watcher.log")" "out of space on w3"
-  wexec 3 -- umount "$home/.tpurun/logs"
+  wexec 3 -- umount "$whome/.tpurun/logs"
 }
 e2e_case full_log_disk "a full log disk on one worker: the run fails out_of_space, naming the worker, not succeeded"
 

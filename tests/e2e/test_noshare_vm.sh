@@ -17,7 +17,8 @@ source "$(dirname "$0")/noshare_pod.sh" noshare-vm 127.0.12
 proj=$(make_project alice nsvm)
 printf 'the snapshot is here\n' >"$proj/data.txt"
 chown alice "$proj/data.txt"
-home=$(user_home alice)
+home=$(user_home alice)    # the dev VM's (private homes: the test's own)
+whome=$(worker_home alice) # the workers' (each on its own disk)
 logs=$home/.tpurun/logs/alice/nsvm
 on_exit "rm -rf '$home/.tpurun'"
 run_of() { sed -n 's/^tpurun: run \([^ ]*\) → .*/\1/p' <<<"$1" | head -1; }
@@ -29,27 +30,27 @@ wait_line() {
 full_disk() {
   local uid gid
   uid=$(wexec 1 --user alice -- id -u) gid=$(wexec 1 --user alice -- id -g)
-  wexec 1 --user alice -- mkdir -p "$home/.tpurun"
-  wexec 1 -- mount -t tmpfs -o "size=256k,uid=$uid,gid=$gid,mode=700" tmpfs "$home/.tpurun"
-  on_exit "\"\$FAKEPOD\" exec 1 -- umount '$home/.tpurun' 2>/dev/null || true"
+  wexec 1 --user alice -- mkdir -p "$whome/.tpurun"
+  wexec 1 -- mount -t tmpfs -o "size=256k,uid=$uid,gid=$gid,mode=700" tmpfs "$whome/.tpurun"
+  on_exit "\"\$FAKEPOD\" exec 1 -- umount '$whome/.tpurun' 2>/dev/null || true"
   expect_exit 1 tpurun_as alice -C "$proj" stage -- true
   assert_contains "$ERR" "the snapshot did not reach 1 worker"
   assert_contains "$ERR" "w1 $(worker_ip 1): no room for the snapshot under ~/.tpurun/staging"
   assert_contains "$ERR" "needed (its files' disk blocks, and 1 MiB for the run's first logs), "
   assert_contains "$ERR" "nothing was started"
   [[ ! -e $logs ]] || [[ -z $(ls "$logs") ]] || fail "a refused stage left a run: $(ls "$logs")"
-  wexec 1 -- umount "$home/.tpurun"
+  wexec 1 -- umount "$whome/.tpurun"
 }
 e2e_case full_disk "a full disk on one worker: the stage names it and the room needed, and starts nothing anywhere"
 
 # A ~/.tpurun on w2 that root made (a `sudo tpurun ...` once): the stage says
 # whose it is and what fixes it, not a raw "[Errno 13]".
 root_owned_dir() {
-  wexec 2 -- sh -c 'rm -rf "$1" && mkdir "$1" && chmod 755 "$1"' sh "$home/.tpurun"  # root's
+  wexec 2 -- sh -c 'rm -rf "$1" && mkdir "$1" && chmod 755 "$1"' sh "$whome/.tpurun"  # root's
   expect_exit 1 tpurun_as alice -C "$proj" stage -- true
-  assert_contains "$ERR" "w2 $(worker_ip 2): cannot make $home/.tpurun/staging/alice: Permission denied ($home/.tpurun is root's, mode 755; as root: chown -R alice $home/.tpurun)"
+  assert_contains "$ERR" "w2 $(worker_ip 2): cannot make $whome/.tpurun/staging/alice: Permission denied ($whome/.tpurun is root's, mode 755; as root: chown -R alice $whome/.tpurun)"
   assert_contains "$ERR" "nothing was started"
-  wexec 2 -- rm -rf "$home/.tpurun"
+  wexec 2 -- rm -rf "$whome/.tpurun"
 }
 e2e_case root_owned_dir "a ~/.tpurun that root made on one worker: the stage says whose it is and the fix, and starts nothing"
 
@@ -67,7 +68,7 @@ stalled_push() {
   # On w1, as soon as its push has made its temp tree (the objects flow
   # next): stop it.
   wexec 1 -- timeout 120 sh -c 'until ls -d "$1"/.tmp-*-code-* >/dev/null 2>&1; do :; done
-    pkill -STOP -u alice -f "^tpurun-push "' sh "$home/.tpurun/staging/alice" &
+    pkill -STOP -u alice -f "^tpurun-push "' sh "$whome/.tpurun/staging/alice" &
   local stopper=$!
   tpurun_as alice -C "$big" stage -- sh -c 'cmp -s weights.bin - <weights.bin && echo "w$TPURUN_WORKER has it"' \
     >"$SCRATCH/stall.out" 2>"$SCRATCH/stall.err" &
