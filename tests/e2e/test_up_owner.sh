@@ -74,6 +74,13 @@ bg_wait() {
   err=$(<"$SCRATCH/$1.err")
 }
 said() { grep -qF -- "$2" "$SCRATCH/$1.err"; }  # NAME TEXT
+# up_says WHAT NAME TEXT: waits (600 s at most) until the background up has
+# said TEXT; fails at once, with what it said, when it exited first.
+up_says() {
+  local what=$1 name=$2 text=$3
+  wait_until "$what" 600 eval 'said "$name" "$text" || ! kill -0 "$bg_pid" 2>/dev/null'
+  said "$name" "$text" || fail "$what: the up exited first, saying: $(<"$SCRATCH/$name.err")"
+}
 
 # ------------------------------------------------------------------ finding 1
 another_users_queued_resource() {
@@ -91,7 +98,7 @@ another_users_queued_resource() {
   [[ ! -s $audit ]] || assert_not_contains "$(<"$audit")" "delete" "bob's up deleted something"
   # alice's own up waits on the one it found; interrupted, it leaves it
   bg_up alice own
-  wait_until "alice's up to wait on the queued resource it found" 600 said own "waiting on it (this up did not make it"
+  up_says "alice's up to wait on the queued resource it found" own "waiting on it (this up did not make it"
   kill -INT -- "-$bg_pid"
   bg_wait own
   assert_eq "$rc" 130 "alice's up after Ctrl-C: $err"
@@ -108,12 +115,12 @@ ready_timeout_from_provisioning() {
   # A ready timeout of 3 s, a wait in the queue longer than that, then 600 s of PROVISIONING.
   "$FAKEPOD" qr hold PROVISIONING 600 >/dev/null
   bg_up alice prov --ready-timeout 3s
-  wait_until "up to wait in the queue" 600 said prov "qown in $Z1: WAITING_FOR_RESOURCES"
+  up_says "up to wait in the queue" prov "qown in $Z1: WAITING_FOR_RESOURCES"
   # (the clock must pass the ready timeout while it waits: waited on, with a bound)
   t0=$SECONDS
   wait_until "4 s in the queue" 30 eval '((SECONDS - t0 >= 4))'
   "$FAKEPOD" capacity restock $Z1 >/dev/null
-  wait_until "up to give up after 3 s of PROVISIONING" 600 said prov "is still PROVISIONING after 3s since it began PROVISIONING"
+  up_says "up to give up after 3 s of PROVISIONING" prov "is still PROVISIONING after 3s since it began PROVISIONING"
   bg_wait prov
   assert_eq "$rc" 1 "$err"
   assert_contains "$err" "qown in $Z1: PROVISIONING"
@@ -134,9 +141,9 @@ create_429_then_group_sigint() {
     --message "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' of service 'tpu.googleapis.com'" >/dev/null
   on_exit "\"\$FAKEPOD\" fault zone-up $Z1 >/dev/null"
   bg_up alice c429
-  wait_until "up's describe to meet the 429s" 600 said c429 "gcloud could not describe queued resource qown"
+  up_says "up's describe to meet the 429s" c429 "gcloud could not describe queued resource qown"
   "$FAKEPOD" fault zone-up $Z1 >/dev/null
-  wait_until "up to wait on the queued resource" 600 said c429 "qown in $Z1: WAITING_FOR_RESOURCES"
+  up_says "up to wait on the queued resource" c429 "qown in $Z1: WAITING_FOR_RESOURCES"
   # Its process group, as Ctrl-C on a terminal (the bound above tpurun ignores SIGINT).
   kill -INT -- "-$bg_pid"
   bg_wait c429
@@ -154,7 +161,7 @@ rate_limit_then_sighup() {
   local rc err
   fresh
   bg_up alice r429
-  wait_until "up to wait on the queued resource" 600 said r429 "qown in $Z1: WAITING_FOR_RESOURCES"
+  up_says "up to wait on the queued resource" r429 "qown in $Z1: WAITING_FOR_RESOURCES"
   # 429s until up has met one and says it tries again: not for a set time,
   # which a busy machine's slow gcloud can miss between two describes (ci5).
   # gcloud tries no 429 again itself (a 503 it does, for about a minute: the
@@ -163,7 +170,7 @@ rate_limit_then_sighup() {
   "$FAKEPOD" fault zone-down $Z1 --code 429 --status RESOURCE_EXHAUSTED \
     --message "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' of service 'tpu.googleapis.com'" >/dev/null
   on_exit "\"\$FAKEPOD\" fault zone-up $Z1 >/dev/null"
-  wait_until "up to meet the 429s and try again" 600 said r429 "trying again in"
+  up_says "up to meet the 429s and try again" r429 "trying again in"
   "$FAKEPOD" fault zone-up $Z1 >/dev/null
   # A closed terminal: SIGHUP to tpurun, which then deletes what it made.
   kill -HUP "$(client_pid "$bg_pid")"
@@ -180,7 +187,7 @@ double_sigint() {
   local rc err cmd
   fresh
   bg_up alice dbl
-  wait_until "up to wait on the queued resource" 600 said dbl "qown in $Z1: WAITING_FOR_RESOURCES"
+  up_says "up to wait on the queued resource" dbl "qown in $Z1: WAITING_FOR_RESOURCES"
   kill -INT -- "-$bg_pid"
   kill -INT -- "-$bg_pid"
   bg_wait dbl
@@ -207,12 +214,12 @@ sigkill_then_up_again() {
   # in Z2 could run out before the SIGKILL lands, on a busy machine.)
   "$FAKEPOD" qr fail-next --zone $Z1 --code 8 --message "no more capacity (simulated)" >/dev/null
   bg_up alice kill1
-  wait_until "up to wait in $Z2" 600 said kill1 "qkill in $Z2: WAITING_FOR_RESOURCES"
+  up_says "up to wait in $Z2" kill1 "qkill in $Z2: WAITING_FOR_RESOURCES"
   kill -KILL "$(client_pid "$bg_pid")"
   bg_wait kill1
   # The next up looks where the killed one sent its create first: no second one in $Z1.
   bg_up alice kill2 --max-queued 0
-  wait_until "the next up to find it in $Z2" 600 said kill2 "queued resource qkill in $Z2 (WAITING_FOR_RESOURCES, alice's) is there already: waiting on it"
+  up_says "the next up to find it in $Z2" kill2 "queued resource qkill in $Z2 (WAITING_FOR_RESOURCES, alice's) is there already: waiting on it"
   kill -INT -- "-$bg_pid"
   bg_wait kill2
   assert_eq "$rc" 130 "$err"
@@ -227,9 +234,12 @@ down_during_up() {
   local rc err bg_pod=qkill
   fresh
   "$FAKEPOD" capacity stockout $Z2 >/dev/null
-  # (in $Z1, or first in $Z2 where sigkill_then_up_again's up left its placement)
+  # In $Z1, the first of its zones: where an earlier up of this pod made its
+  # queued resource (a placement, which sigkill_then_up_again leaves in $Z2)
+  # is forgotten first.
+  rm -rf "$(user_dir alice)/state/tpurun/placements"
   bg_up alice dn1 --max-queued 0
-  wait_until "up to wait on its queued resource" 600 said dn1 "WAITING_FOR_RESOURCES"
+  up_says "up to wait on its queued resource" dn1 "WAITING_FOR_RESOURCES"
   expect_exit 0 t alice --pod qkill down --yes
   bg_wait dn1
   assert_eq "$rc" 1 "up after down: $err"
@@ -241,7 +251,7 @@ down_during_up() {
   assert_eq "$(gcloud_qrs $Z2)" "" "queued resources left in $Z2"
   # A later up is not stopped by the earlier down: it queues again.
   bg_up alice dn2 --max-queued 0
-  wait_until "the next up to wait on its queued resource" 600 said dn2 "WAITING_FOR_RESOURCES"
+  up_says "the next up to wait on its queued resource" dn2 "WAITING_FOR_RESOURCES"
   kill -INT -- "-$bg_pid"
   bg_wait dn2
   assert_eq "$rc" 130 "$err"
