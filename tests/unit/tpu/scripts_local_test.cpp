@@ -184,8 +184,9 @@ TEST_F(LocalScriptsTest, ScanRecordsEachProcesssStartTimeInKillMode) {
 }
 
 // A link target with a newline cannot forge a record: another process of
-// ours (`victim`) opens nothing, yet a name like "accel0\nH /proc/VICTIM/fd
-// .../accel0" would make the scan report it as holding the TPU.
+// ours (`victim`) opens nothing, yet a target "DIR/accel0\nH /proc/VICTIM/fd
+// DIR/accel0" read as two lines would be a second record, one whose device
+// matches the glob, naming the victim as holding the TPU.
 TEST_F(LocalScriptsTest, ALinkTargetWithANewlineForgesNoHolder) {
   pid_t victim = fork();
   ASSERT_GE(victim, 0);
@@ -193,7 +194,7 @@ TEST_F(LocalScriptsTest, ALinkTargetWithANewlineForgesNoHolder) {
     execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
     _exit(127);
   }
-  const std::string forged_dir = dir_ + "/accel0\nH /proc/" + std::to_string(victim) + "/fd " + dir_ + "/x";
+  const std::string forged_dir = dir_ + "/accel0\nH /proc/" + std::to_string(victim) + "/fd " + dir_;
   ASSERT_EQ(std::system(("mkdir -p '" + forged_dir + "'").c_str()), 0);
   std::ofstream(forged_dir + "/accel0").put('\n');
   const std::string script = "exec 3<'" + forged_dir + "/accel0'; echo ready >" + dir_ + "/ready; exec sleep 300";
