@@ -8,6 +8,11 @@ function(tpurun_unity_skip dir)
   endforeach()
 endfunction()
 
+# Files of src/ that a build compiles alone when it asks: scripts/mutants
+# changes them one at a time, and each then recompiles by itself, not with
+# the eleven others of its batch.
+set(TPURUN_UNITY_ALONE "" CACHE STRING "Files of src/ compiled on their own in a unity build (scripts/mutants)")
+
 set(TPURUN_UNITY_SKIP_SRC
   cloud/up.cpp pod/placement.cpp pod/tpu_recreate.cpp pod/jsonc.cpp pod/config.cpp
   runs/follow/follow_loop.cpp runs/recreate/recreate.cpp runs/recreate/recreate_rules.cpp
